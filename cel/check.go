@@ -1,0 +1,99 @@
+package cel
+
+import (
+	"fmt"
+	"sync"
+
+	celgo "github.com/google/cel-go/cel"
+	"k8s.io/apimachinery/pkg/util/version"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// Env is the API server's CEL environment for MutatingAdmissionPolicy expressions at one
+// Kubernetes version, in the strict mode the API server uses for new expressions.
+type Env struct {
+	Version  *version.Version
+	compiler plugincel.Compiler
+	envSet   *environment.EnvSet
+}
+
+var envs sync.Map // "1.34" -> *Env
+
+// NewEnv returns the environment of Kubernetes major.minor.
+func NewEnv(v *version.Version) *Env {
+	key := fmt.Sprintf("%d.%d", v.Major(), v.Minor())
+	if e, ok := envs.Load(key); ok {
+		return e.(*Env)
+	}
+	set := environment.MustBaseEnvSet(version.MajorMinor(v.Major(), v.Minor()))
+	e := &Env{Version: version.MajorMinor(v.Major(), v.Minor()), compiler: plugincel.NewCompiler(set), envSet: set}
+	actual, _ := envs.LoadOrStore(key, e)
+	return actual.(*Env)
+}
+
+// Features says which optional functions this environment has.
+func (e *Env) Features() Features {
+	return Features{Flatten: e.Version.AtLeast(version.MajorMinor(1, 34))}
+}
+
+var opts = plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true, HasPatchTypes: true}
+
+// celEnv is the cel-go environment with the admission variables, for parsing and printing.
+func (e *Env) celEnv() (*celgo.Env, error) {
+	env, err := e.envSet.Env(environment.NewExpressions)
+	if err != nil {
+		return nil, err
+	}
+	// The unparser needs to know which calls were macros.
+	return env.Extend(celgo.EnableMacroCallTracking())
+}
+
+// Print renders the tree as CEL text in canonical form: the printed tree is parsed again with the
+// environment's parser (and macros) and printed back by cel-go's unparser, so that what is
+// emitted is exactly what the API server will parse.
+func (e *Env) Print(x Expr) (string, error) {
+	env, err := e.celEnv()
+	if err != nil {
+		return "", err
+	}
+	src := String(x)
+	ast, iss := env.Parse(src)
+	if iss != nil && iss.Err() != nil {
+		return "", fmt.Errorf("internal error: generated CEL does not parse: %v\n%s", iss.Err(), src)
+	}
+	out, err := celgo.AstToString(ast)
+	if err != nil {
+		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)
+	}
+	return out, nil
+}
+
+// CheckJSONPatch compiles a JSONPatch mutation expression exactly as the API server does for a
+// new MutatingAdmissionPolicy at this version.
+func (e *Env) CheckJSONPatch(expr string) error {
+	return e.check(&patch.JSONPatchCondition{Expression: expr})
+}
+
+// CheckApplyConfiguration compiles an ApplyConfiguration mutation expression.
+func (e *Env) CheckApplyConfiguration(expr string) error {
+	return e.check(&patch.ApplyConfigurationCondition{Expression: expr})
+}
+
+// CheckCondition compiles a matchCondition expression.
+func (e *Env) CheckCondition(expr string) error {
+	return e.check(&matchconditions.MatchCondition{Expression: expr})
+}
+
+func (e *Env) check(acc plugincel.ExpressionAccessor) error {
+	res := e.compiler.CompileCELExpression(acc, opts, environment.NewExpressions)
+	if res.Error != nil {
+		return fmt.Errorf("Kubernetes %s rejects the generated expression: %s", e.Version, res.Error.Detail)
+	}
+	return nil
+}
+
+var _ = admissionregistrationv1.PatchTypeJSONPatch

@@ -1,0 +1,365 @@
+// Package cel builds the CEL expressions of the emitted policies as syntax trees, prints them,
+// and checks them against the API server's CEL environment for the target Kubernetes version.
+//
+// No user-supplied string is ever pasted into CEL text: strings reach an expression only through
+// Str (one escaping function, fuzzed to round-trip), field names only as index keys, and every
+// printed expression is parsed again by cel-go and printed back with its unparser, so what is
+// emitted is exactly the tree that was built.
+package cel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Expr is a CEL expression tree node.
+type Expr interface {
+	write(b *strings.Builder)
+}
+
+type (
+	lit     struct{ text string }
+	ident   struct{ name string }
+	index   struct{ operand, key Expr }
+	field   struct {
+		operand Expr
+		name    string
+	}
+	call struct {
+		target Expr // nil for a global function
+		fn     string
+		args   []Expr
+	}
+	binary struct {
+		op   string
+		l, r Expr
+	}
+	unary struct {
+		op string
+		x  Expr
+	}
+	cond     struct{ c, t, f Expr }
+	listExpr struct{ elems []Expr }
+	mapExpr  struct{ keys, vals []Expr }
+	object   struct {
+		typeName string
+		fields   []string
+		vals     []Expr
+	}
+)
+
+// Str is a string literal. It is the only way a user string enters an expression.
+func Str(s string) Expr {
+	if !utf8.ValidString(s) {
+		// YAML and JSON input is always valid UTF-8; keep the invariant explicit.
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return lit{quote(s)}
+}
+
+// quote returns a CEL string literal denoting exactly s. Go's quoting produces only escapes that
+// CEL reads the same way (\a \b \f \n \r \t \v \\ \" \xHH \uHHHH \UHHHHHHHH).
+func quote(s string) string { return strconv.Quote(s) }
+
+// Int is an integer literal.
+func Int(i int64) Expr {
+	if i == math.MinInt64 {
+		return binary{"-", lit{"-9223372036854775807"}, lit{"1"}}
+	}
+	return lit{strconv.FormatInt(i, 10)}
+}
+
+// Double is a double literal.
+func Double(f float64) Expr {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") { // n: NaN/Inf never come from JSON
+		s += ".0"
+	}
+	return lit{s}
+}
+
+// Bool is true or false.
+func Bool(v bool) Expr { return lit{strconv.FormatBool(v)} }
+
+// Null is null.
+func Null() Expr { return lit{"null"} }
+
+// Ident names a variable: one of the API server's (object, request, ...) or one bound by a
+// comprehension this package built. Never a user string.
+func Ident(name string) Expr { return ident{name} }
+
+// Index is operand[key].
+func Index(operand, key Expr) Expr { return index{operand, key} }
+
+// Field is operand.name for a name this package chose (never user input; user field names go
+// through Index with Str).
+func Field(operand Expr, name string) Expr { return field{operand, name} }
+
+// Call is fn(args...).
+func Call(fn string, args ...Expr) Expr { return call{nil, fn, args} }
+
+// Method is target.fn(args...).
+func Method(target Expr, fn string, args ...Expr) Expr { return call{target, fn, args} }
+
+// Cond is c ? t : f.
+func Cond(c, t, f Expr) Expr { return cond{c, t, f} }
+
+// Bin is l op r for op in == != < <= > >= + - * / % && || in.
+func Bin(op string, l, r Expr) Expr { return binary{op, l, r} }
+
+// Not is !x.
+func Not(x Expr) Expr { return unary{"!", x} }
+
+// List is [elems...].
+func List(elems ...Expr) Expr { return listExpr{elems} }
+
+// Map is {keys[i]: vals[i], ...}.
+func Map(keys, vals []Expr) Expr { return mapExpr{keys, vals} }
+
+// Object is typeName{field: val, ...} for API server types such as JSONPatch.
+func Object(typeName string, fields []string, vals []Expr) Expr { return object{typeName, fields, vals} }
+
+// And is the conjunction of xs (true when empty).
+func And(xs ...Expr) Expr {
+	var out Expr
+	for _, x := range xs {
+		if x == nil || x == True {
+			continue
+		}
+		if out == nil {
+			out = x
+		} else {
+			out = binary{"&&", out, x}
+		}
+	}
+	if out == nil {
+		return True
+	}
+	return out
+}
+
+// Or is the disjunction of xs (false when empty).
+func Or(xs ...Expr) Expr {
+	var out Expr
+	for _, x := range xs {
+		if x == nil || x == False {
+			continue
+		}
+		if out == nil {
+			out = x
+		} else {
+			out = binary{"||", out, x}
+		}
+	}
+	if out == nil {
+		return False
+	}
+	return out
+}
+
+// True and False are the boolean literals, comparable by identity for simplification.
+var (
+	True  Expr = lit{"true"}
+	False Expr = lit{"false"}
+)
+
+// Value turns a JSON value (as decoded from YAML/JSON) into a CEL literal. Lists and maps whose
+// elements are not all of one simple type get dyn() around each element, as the API server's
+// environment requires homogeneous aggregate literals.
+func Value(v any) (Expr, error) {
+	switch x := v.(type) {
+	case nil:
+		return Null(), nil
+	case bool:
+		return Bool(x), nil
+	case string:
+		return Str(x), nil
+	case int64:
+		return Int(x), nil
+	case int:
+		return Int(int64(x)), nil
+	case int32:
+		return Int(int64(x)), nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			// JSON has one number type; the API machinery decodes integral numbers as int64.
+			return Int(int64(x)), nil
+		}
+		return Double(x), nil
+	case []any:
+		elems := make([]Expr, len(x))
+		for i, e := range x {
+			ee, err := Value(e)
+			if err != nil {
+				return nil, err
+			}
+			elems[i] = ee
+		}
+		if !homogeneous(x) {
+			for i := range elems {
+				elems[i] = Call("dyn", elems[i])
+			}
+		}
+		return List(elems...), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		vals := make([]any, len(keys))
+		ks := make([]Expr, len(keys))
+		vs := make([]Expr, len(keys))
+		for i, k := range keys {
+			vals[i] = x[k]
+			ks[i] = Str(k)
+			ve, err := Value(x[k])
+			if err != nil {
+				return nil, err
+			}
+			vs[i] = ve
+		}
+		if !homogeneous(vals) {
+			for i := range vs {
+				vs[i] = Call("dyn", vs[i])
+			}
+		}
+		return Map(ks, vs), nil
+	}
+	return nil, fmt.Errorf("value %v of type %T has no CEL literal", v, v)
+}
+
+func homogeneous(vs []any) bool {
+	kind := ""
+	for _, v := range vs {
+		var k string
+		switch x := v.(type) {
+		case nil:
+			k = "null"
+		case bool:
+			k = "bool"
+		case string:
+			k = "string"
+		case int64, int, int32:
+			k = "int"
+		case float64:
+			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+				k = "int"
+			} else {
+				k = "double"
+			}
+		default:
+			return false // nested lists and maps may differ in element types: always dyn
+		}
+		if kind != "" && k != kind {
+			return false
+		}
+		kind = k
+	}
+	return true
+}
+
+// String prints the expression (fully parenthesised; Print gives the canonical form).
+func String(e Expr) string {
+	var b strings.Builder
+	e.write(&b)
+	return b.String()
+}
+
+func (l lit) write(b *strings.Builder)   { b.WriteString(l.text) }
+func (i ident) write(b *strings.Builder) { b.WriteString(i.name) }
+func (i index) write(b *strings.Builder) {
+	writeOperand(b, i.operand)
+	b.WriteByte('[')
+	i.key.write(b)
+	b.WriteByte(']')
+}
+func (f field) write(b *strings.Builder) {
+	writeOperand(b, f.operand)
+	b.WriteByte('.')
+	b.WriteString(f.name)
+}
+func (c call) write(b *strings.Builder) {
+	if c.target != nil {
+		writeOperand(b, c.target)
+		b.WriteByte('.')
+	}
+	b.WriteString(c.fn)
+	b.WriteByte('(')
+	for i, a := range c.args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		a.write(b)
+	}
+	b.WriteByte(')')
+}
+func (x binary) write(b *strings.Builder) {
+	b.WriteByte('(')
+	x.l.write(b)
+	b.WriteString(") " + x.op + " (")
+	x.r.write(b)
+	b.WriteByte(')')
+}
+func (u unary) write(b *strings.Builder) {
+	b.WriteString(u.op + "(")
+	u.x.write(b)
+	b.WriteByte(')')
+}
+func (c cond) write(b *strings.Builder) {
+	b.WriteByte('(')
+	c.c.write(b)
+	b.WriteString(") ? (")
+	c.t.write(b)
+	b.WriteString(") : (")
+	c.f.write(b)
+	b.WriteByte(')')
+}
+func (l listExpr) write(b *strings.Builder) {
+	b.WriteByte('[')
+	for i, e := range l.elems {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		e.write(b)
+	}
+	b.WriteByte(']')
+}
+func (m mapExpr) write(b *strings.Builder) {
+	b.WriteByte('{')
+	for i := range m.keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		m.keys[i].write(b)
+		b.WriteString(": ")
+		m.vals[i].write(b)
+	}
+	b.WriteByte('}')
+}
+func (o object) write(b *strings.Builder) {
+	b.WriteString(o.typeName + "{")
+	for i := range o.fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(o.fields[i] + ": ")
+		o.vals[i].write(b)
+	}
+	b.WriteByte('}')
+}
+
+func writeOperand(b *strings.Builder, e Expr) {
+	switch e.(type) {
+	case lit, ident, index, field, call, listExpr, mapExpr, object:
+		e.write(b)
+	default:
+		b.WriteByte('(')
+		e.write(b)
+		b.WriteByte(')')
+	}
+}

@@ -1,0 +1,535 @@
+package cel
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
+// Features says which CEL functions the target API server offers.
+type Features struct {
+	// Flatten: lists.flatten() (ext.Lists v3, Kubernetes 1.34+).
+	Flatten bool
+}
+
+// JSONPatch builds the expression of one JSONPatch mutation that does to the object exactly what
+// Gatekeeper's engine does for m in one pass: it walks m.Path the way Gatekeeper's mutateInternal
+// does (the same existence tests, the same creation of missing parents and keyed-list elements,
+// globs never creating), and yields one patch operation per place Gatekeeper would write.
+// Guards that depend on the object (label selector) are part of the expression, so that the
+// result does not depend on when the API server runs the policy.
+func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
+	g := &jpgen{m: m, f: f}
+	ops, err := g.walk(0, Ident("object"), ptr{})
+	if err != nil {
+		return nil, err
+	}
+	guard, err := LabelSelector(m.Match.LabelSelector, objectLabels())
+	if err != nil {
+		return nil, err
+	}
+	return condList(guard, ops, emptyList), nil
+}
+
+type jpgen struct {
+	m *ir.Mutation
+	f Features
+}
+
+var emptyList = List()
+
+func isEmpty(e Expr) bool {
+	l, ok := e.(listExpr)
+	return ok && len(l.elems) == 0
+}
+
+// condList is c ? t : f, simplified when the branches are equal or c is constant.
+func condList(c, t, f Expr) Expr {
+	switch {
+	case c == True:
+		return t
+	case c == False:
+		return f
+	case reflect.DeepEqual(t, f):
+		return t
+	}
+	return Cond(c, t, f)
+}
+
+func patchOp(op string, p ptr, value Expr) Expr {
+	fields := []string{"op", "path"}
+	vals := []Expr{Str(op), p.expr()}
+	if value != nil {
+		fields = append(fields, "value")
+		vals = append(vals, value)
+	}
+	return Object("JSONPatch", fields, vals)
+}
+
+func (g *jpgen) last(d int) bool { return d == len(g.m.Path)-1 }
+
+// walk returns the list(JSONPatch) expression for the path from depth d on, where cur is the
+// value Gatekeeper's mutateInternal receives at depth d (the map holding Path[d].Field, or the
+// list Path[d] selects from) and p is its JSON pointer.
+func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
+	st := g.m.Path[d]
+	existsOK, missingOK := g.m.ExistsOK[d], g.m.MissingOK[d]
+	if !st.List {
+		key := Str(st.Field)
+		child := Index(cur, key)
+		cp := p.child(st.Field)
+		has := Bin("in", key, cur)
+		var whenExists, whenMissing Expr = emptyList, emptyList
+		var err error
+		if g.last(d) {
+			if existsOK {
+				if whenExists, err = g.leafExisting(child, cp); err != nil {
+					return nil, err
+				}
+			}
+			if missingOK {
+				v, ok, err := g.leafMissing()
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					if whenMissing, err = g.addValue(cp, v); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if sv, ok := g.m.Op.(ir.SetValue); ok && existsOK && missingOK {
+				// Setting a value does not depend on what was there: one "add" does both.
+				v, err := g.setValueExpr(sv)
+				if err != nil {
+					return nil, err
+				}
+				return List(patchOp("add", cp, v)), nil
+			}
+			return condList(has, whenExists, whenMissing), nil
+		}
+		if existsOK {
+			if whenExists, err = g.walk(d+1, child, cp); err != nil {
+				return nil, err
+			}
+		}
+		if missingOK {
+			next := g.fresh(d)
+			mut, v, err := g.sim(d+1, next)
+			if err != nil {
+				return nil, err
+			}
+			if mut {
+				if whenMissing, err = g.addValue(cp, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return condList(has, whenExists, whenMissing), nil
+	}
+
+	// A list step: cur is the list.
+	iv, ev := fmt.Sprintf("i%d", d), fmt.Sprintf("e%d", d)
+	elem := Ident(ev)
+	ep := p.index(Ident(iv))
+	var match Expr
+	if !st.Glob {
+		k := Str(st.KeyField)
+		match = And(Bin("in", k, elem), Bin("==", Index(elem, k), Str(st.KeyValue)))
+	}
+	if g.last(d) {
+		// Assign of a whole element to a keyed list: replace the first element with the key,
+		// or append.
+		sv, ok := g.m.Op.(ir.SetValue)
+		if !ok || st.Glob {
+			return nil, fmt.Errorf("a location ending in a list element needs an Assign of an object with the key")
+		}
+		v, err := g.setValueExpr(sv)
+		if err != nil {
+			return nil, err
+		}
+		var whenExists, whenMissing Expr = emptyList, emptyList
+		if existsOK {
+			first := Index(Method(cur, "transformList", Ident(iv), Ident(ev), match, Ident(iv)), Int(0))
+			whenExists = List(patchOp("replace", p.index(first), v))
+		}
+		if missingOK {
+			whenMissing = List(patchOp("add", p.child("-"), v))
+		}
+		return condList(Method(cur, "exists", Ident(ev), match), whenExists, whenMissing), nil
+	}
+	if st.Glob && !existsOK {
+		return emptyList, nil // Gatekeeper: MustNotExist on a glob can never hold
+	}
+	inner, err := g.walk(d+1, elem, ep)
+	if err != nil {
+		return nil, err
+	}
+	var each Expr = emptyList
+	if existsOK && !isEmpty(inner) {
+		if each, err = g.forEach(d, cur, match, inner); err != nil {
+			return nil, err
+		}
+	}
+	if st.Glob {
+		return each, nil
+	}
+	var whenMissing Expr = emptyList
+	if missingOK {
+		next := g.fresh(d)
+		mut, _, err := g.sim(d+1, next)
+		if err != nil {
+			return nil, err
+		}
+		if mut {
+			if whenMissing, err = g.addValue(p.child("-"), next); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return condList(Method(cur, "exists", Ident(ev), match), each, whenMissing), nil
+}
+
+// forEach concatenates inner (a list(JSONPatch) over i<d>, e<d>) over the elements of cur that
+// match (all when match is nil).
+func (g *jpgen) forEach(d int, cur, match, inner Expr) (Expr, error) {
+	iv, ev := Ident(fmt.Sprintf("i%d", d)), Ident(fmt.Sprintf("e%d", d))
+	var lists Expr
+	if match == nil {
+		lists = Method(cur, "transformList", iv, ev, inner)
+	} else {
+		lists = Method(cur, "transformList", iv, ev, match, inner)
+	}
+	if g.f.Flatten {
+		return Method(lists, "flatten"), nil
+	}
+	if g.multi(d + 1) {
+		return nil, fmt.Errorf("the location selects list elements inside list elements; that needs lists.flatten(), which the API server offers from Kubernetes 1.34 (use --kubernetes-version 1.34 or later)")
+	}
+	// Each element yields at most one operation.
+	l := Ident(fmt.Sprintf("l%d", d))
+	return Method(Method(lists, "filter", l, Bin(">", Call("size", l), Int(0))), "map", l, Index(l, Int(0))), nil
+}
+
+// multi reports whether the path from depth d on can write in more than one place.
+func (g *jpgen) multi(d int) bool {
+	for k := d; k < len(g.m.Path); k++ {
+		if g.m.Path[k].List && !g.last(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// fresh is what Gatekeeper's createMissingElement makes for the missing element at depth d.
+func (g *jpgen) fresh(d int) any {
+	var next any
+	if g.m.Path[d+1].List {
+		next = []any{}
+	} else {
+		next = map[string]any{}
+	}
+	if st := g.m.Path[d]; st.List {
+		next = map[string]any{st.KeyField: st.KeyValue}
+	}
+	return next
+}
+
+// leaf is a value that is only known when the policy runs.
+type leaf struct{ e Expr }
+
+// sim runs Gatekeeper's mutateInternal from depth d on a freshly created value, at compile time:
+// it returns whether Gatekeeper would persist the creation and the value it builds.
+func (g *jpgen) sim(d int, cur any) (bool, any, error) {
+	st := g.m.Path[d]
+	if !st.List {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false, nil, fmt.Errorf("two consecutive list steps in the location")
+		}
+		_, exists := m[st.Field]
+		if exists && !g.m.ExistsOK[d] || !exists && !g.m.MissingOK[d] {
+			return false, cur, nil
+		}
+		if g.last(d) {
+			if exists {
+				return false, nil, fmt.Errorf("the location ends at the key field %q of a list element", st.Field)
+			}
+			v, ok, err := g.leafMissing()
+			if err != nil {
+				return false, nil, err
+			}
+			if ok {
+				m[st.Field] = v
+			}
+			return true, m, nil
+		}
+		next := m[st.Field]
+		if !exists {
+			next = g.fresh(d)
+		}
+		mut, next, err := g.sim(d+1, next)
+		if err != nil {
+			return false, nil, err
+		}
+		if mut {
+			m[st.Field] = next
+		}
+		return mut, m, nil
+	}
+	l, _ := cur.([]any)
+	if g.last(d) {
+		if !g.m.MissingOK[d] {
+			return false, cur, nil
+		}
+		sv, ok := g.m.Op.(ir.SetValue)
+		if !ok {
+			return false, nil, fmt.Errorf("a location ending in a list element needs an Assign")
+		}
+		v, err := g.setValueExpr(sv)
+		if err != nil {
+			return false, nil, err
+		}
+		return true, append(l, leaf{v}), nil
+	}
+	if st.Glob {
+		return false, l, nil // nothing to iterate, and globs never create
+	}
+	if !g.m.MissingOK[d] {
+		return false, l, nil
+	}
+	next := g.fresh(d)
+	l = append(l, next)
+	mut, _, err := g.sim(d+1, next)
+	return mut, l, err
+}
+
+// leafExisting is the operation list at the end of the path when the field exists.
+func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
+	switch op := g.m.Op.(type) {
+	case ir.SetValue:
+		v, err := g.setValueExpr(op)
+		if err != nil {
+			return nil, err
+		}
+		return List(patchOp("replace", p, v)), nil
+	case ir.MergeSet:
+		vals, err := Value(dedupe(op.Values))
+		if err != nil {
+			return nil, err
+		}
+		v := Ident("v")
+		add := Method(vals, "filter", v, Not(Bin("in", v, child)))
+		return List(patchOp("replace", p, Bin("+", child, add))), nil
+	case ir.PruneSet:
+		vals, err := Value(op.Values)
+		if err != nil {
+			return nil, err
+		}
+		v := Ident("v")
+		return List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), nil
+	case ir.RewriteImage:
+		return List(patchOp("replace", p, RewriteImage(child, op))), nil
+	}
+	return nil, fmt.Errorf("unknown operation %T", g.m.Op)
+}
+
+// leafMissing is the value Gatekeeper sets when the field at the end of the path is missing, and
+// whether it sets one at all.
+func (g *jpgen) leafMissing() (any, bool, error) {
+	switch op := g.m.Op.(type) {
+	case ir.SetValue:
+		if op.FromMetadata != "" {
+			e, err := g.setValueExpr(op)
+			return leaf{e}, true, err
+		}
+		return deepCopyJSON(op.Value), true, nil
+	case ir.MergeSet:
+		return deepCopyJSON(op.Values), true, nil
+	case ir.PruneSet:
+		return nil, false, nil
+	case ir.RewriteImage:
+		return RewriteImageString("", op), true, nil
+	}
+	return nil, false, fmt.Errorf("unknown operation %T", g.m.Op)
+}
+
+func (g *jpgen) setValueExpr(sv ir.SetValue) (Expr, error) {
+	switch sv.FromMetadata {
+	case "":
+		return Value(sv.Value)
+	case "name":
+		return Cond(Bin("in", Str("name"), Field(Ident("object"), "metadata")), Field(Field(Ident("object"), "metadata"), "name"), Str("")), nil
+	case "namespace":
+		// Gatekeeper's webhook uses the request's namespace, cleared for Namespace objects.
+		return Cond(isNamespaceKind(), Str(""), Field(Ident("request"), "namespace")), nil
+	}
+	return nil, fmt.Errorf("fromMetadata field %q is not name or namespace", sv.FromMetadata)
+}
+
+func (g *jpgen) addValue(p ptr, v any) (Expr, error) {
+	e, err := valueWithLeaves(v)
+	if err != nil {
+		return nil, err
+	}
+	return List(patchOp("add", p, e)), nil
+}
+
+// valueWithLeaves is Value for trees that may hold leaves known only at run time.
+func valueWithLeaves(v any) (Expr, error) {
+	if !hasLeaf(v) {
+		return Value(v)
+	}
+	switch x := v.(type) {
+	case leaf:
+		return x.e, nil
+	case []any:
+		elems := make([]Expr, len(x))
+		for i, e := range x {
+			ee, err := valueWithLeaves(e)
+			if err != nil {
+				return nil, err
+			}
+			elems[i] = Call("dyn", ee)
+		}
+		return List(elems...), nil
+	case map[string]any:
+		keys := sortedKeys(x)
+		ks := make([]Expr, len(keys))
+		vs := make([]Expr, len(keys))
+		for i, k := range keys {
+			ks[i] = Str(k)
+			ve, err := valueWithLeaves(x[k])
+			if err != nil {
+				return nil, err
+			}
+			vs[i] = Call("dyn", ve)
+		}
+		return Map(ks, vs), nil
+	}
+	return Value(v)
+}
+
+func hasLeaf(v any) bool {
+	switch x := v.(type) {
+	case leaf:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasLeaf(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasLeaf(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dedupe keeps the first of equal values, as Gatekeeper's merge does when it appends one value
+// after another to an existing list.
+func dedupe(vals []any) []any {
+	var out []any
+outer:
+	for _, v := range vals {
+		for _, o := range out {
+			if cmp.Equal(v, o) {
+				continue outer
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func deepCopyJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopyJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopyJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+func isNamespaceKind() Expr {
+	k := Field(Ident("request"), "kind")
+	return And(Bin("==", Field(k, "group"), Str("")), Bin("==", Field(k, "kind"), Str("Namespace")))
+}
+
+// ptr is a JSON pointer built from static segments and run-time list indices.
+type ptr struct{ parts []Expr }
+
+func (p ptr) child(seg string) ptr {
+	return p.appendStatic("/" + escapePointer(seg))
+}
+
+func (p ptr) index(i Expr) ptr {
+	q := p.appendStatic("/")
+	return ptr{append(append([]Expr(nil), q.parts...), Call("string", i))}
+}
+
+func (p ptr) appendStatic(s string) ptr {
+	parts := append([]Expr(nil), p.parts...)
+	if n := len(parts); n > 0 {
+		if l, ok := parts[n-1].(strLit); ok {
+			parts[n-1] = strLit{l.s + s}
+			return ptr{parts}
+		}
+	}
+	return ptr{append(parts, strLit{s})}
+}
+
+func (p ptr) expr() Expr {
+	var out Expr
+	for _, part := range p.parts {
+		e := part
+		if l, ok := part.(strLit); ok {
+			e = Str(l.s)
+		}
+		if out == nil {
+			out = e
+		} else {
+			out = Bin("+", out, e)
+		}
+	}
+	if out == nil {
+		return Str("")
+	}
+	return out
+}
+
+// strLit is a static pointer piece, kept unquoted so that neighbours can be merged.
+type strLit struct{ s string }
+
+func (s strLit) write(b *strings.Builder) { b.WriteString(strconv.Quote(s.s)) }
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}

@@ -1,0 +1,189 @@
+package cel
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+// objectLabels is the object's labels as the policy sees them when it runs (other policies may
+// have added some).
+func objectLabels() Expr {
+	md := Field(Ident("object"), "metadata")
+	return Cond(Bin("in", Str("labels"), md), Field(md, "labels"), Map(nil, nil))
+}
+
+// LabelSelector is a CEL condition equal to metav1.LabelSelectorAsSelector(sel).Matches(labels)
+// (True for a nil selector). The selector is validated the same way.
+func LabelSelector(sel *metav1.LabelSelector, lbls Expr) (Expr, error) {
+	if sel == nil {
+		return True, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, err
+	}
+	reqs, selectable := s.Requirements()
+	if !selectable {
+		return False, nil // labels.Nothing()
+	}
+	var conds []Expr
+	for _, r := range reqs {
+		c, err := requirement(r, lbls)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, c)
+	}
+	return And(conds...), nil
+}
+
+func requirement(r labels.Requirement, lbls Expr) (Expr, error) {
+	key := Str(r.Key())
+	has := Bin("in", key, lbls)
+	val := Index(lbls, key)
+	values := r.Values().List()
+	sort.Strings(values)
+	vals := make([]Expr, len(values))
+	for i, v := range values {
+		vals[i] = Str(v)
+	}
+	switch r.Operator() {
+	case selection.Equals, selection.DoubleEquals, selection.In:
+		return And(has, Bin("in", val, List(vals...))), nil
+	case selection.NotEquals, selection.NotIn:
+		return Or(Not(has), Not(Bin("in", val, List(vals...)))), nil
+	case selection.Exists:
+		return has, nil
+	case selection.DoesNotExist:
+		return Not(has), nil
+	}
+	return nil, fmt.Errorf("label selector operator %q has no CEL translation", r.Operator())
+}
+
+// namespaceName is the namespace Gatekeeper matches namespaces and excludedNamespaces against:
+// a Namespace object's own name, else the request's namespace ("" for cluster-scoped objects).
+func namespaceName() Expr {
+	md := Field(Ident("object"), "metadata")
+	return Cond(isNamespaceKind(), Field(md, "name"), Field(Ident("request"), "namespace"))
+}
+
+// Wildcard is Gatekeeper's wildcard.Matches(s): "x", "x*" (prefix), "*x" (suffix), "*x*".
+func Wildcard(w string, s Expr) Expr {
+	switch {
+	case strings.HasPrefix(w, "*") && strings.HasSuffix(w, "*") && len(w) >= 2:
+		inner := strings.TrimSuffix(strings.TrimPrefix(w, "*"), "*")
+		if inner == "" {
+			return True
+		}
+		return Method(s, "contains", Str(inner))
+	case w == "*":
+		return True
+	case strings.HasPrefix(w, "*"):
+		return Method(s, "endsWith", Str(strings.TrimPrefix(w, "*")))
+	case strings.HasSuffix(w, "*"):
+		return Method(s, "startsWith", Str(strings.TrimSuffix(w, "*")))
+	}
+	return Bin("==", s, Str(w))
+}
+
+// wildcardGenerateName is Gatekeeper's wildcard.MatchesGenerateName.
+func wildcardGenerateName(w string, s Expr) Expr {
+	switch {
+	case strings.HasPrefix(w, "*") && strings.HasSuffix(w, "*") && len(w) >= 2:
+		inner := strings.TrimSuffix(strings.TrimPrefix(w, "*"), "*")
+		if inner == "" {
+			return True
+		}
+		return Method(s, "contains", Str(inner))
+	case w == "*":
+		return True
+	case strings.HasSuffix(w, "*"):
+		return Method(s, "startsWith", Str(strings.TrimSuffix(w, "*")))
+	}
+	return False
+}
+
+// NamespacesMatch is Gatekeeper's namespacesMatch for match.namespaces.
+func NamespacesMatch(ws []string) Expr {
+	if len(ws) == 0 {
+		return True
+	}
+	ns := namespaceName()
+	var any []Expr
+	for _, w := range ws {
+		any = append(any, Wildcard(w, ns))
+	}
+	return Or(Bin("==", ns, Str("")), Or(any...))
+}
+
+// ExcludedNamespacesMatch is Gatekeeper's excludedNamespacesMatch.
+func ExcludedNamespacesMatch(ws []string) Expr {
+	if len(ws) == 0 {
+		return True
+	}
+	ns := namespaceName()
+	var any []Expr
+	for _, w := range ws {
+		any = append(any, Wildcard(w, ns))
+	}
+	return Or(Bin("==", ns, Str("")), Not(Or(any...)))
+}
+
+// NameMatch is Gatekeeper's namesMatch for match.name.
+func NameMatch(w string) Expr {
+	if w == "" {
+		return True
+	}
+	md := Field(Ident("object"), "metadata")
+	name := Cond(Bin("in", Str("name"), md), Field(md, "name"), Str(""))
+	gen := Cond(Bin("in", Str("generateName"), md), Field(md, "generateName"), Str(""))
+	return Or(Wildcard(w, name), wildcardGenerateName(w, gen))
+}
+
+// KindsMatch is Gatekeeper's kindsMatch over the request's kind, for mutators whose kinds the
+// resource rules cannot express (AssignMetadata with match.kinds).
+func KindsMatch(groups, kinds [][]string) Expr {
+	if len(kinds) == 0 {
+		return True
+	}
+	k := Field(Ident("request"), "kind")
+	var any []Expr
+	for i := range kinds {
+		km := True
+		if len(kinds[i]) > 0 && !contains(kinds[i], "*") {
+			km = Bin("in", Field(k, "kind"), strList(kinds[i]))
+		}
+		gm := True
+		if len(groups[i]) > 0 && !contains(groups[i], "*") {
+			gm = Bin("in", Field(k, "group"), strList(groups[i]))
+		}
+		any = append(any, And(km, gm))
+	}
+	return Or(any...)
+}
+
+func strList(ss []string) Expr {
+	s := append([]string(nil), ss...)
+	sort.Strings(s)
+	out := make([]Expr, len(s))
+	for i, x := range s {
+		out[i] = Str(x)
+	}
+	return List(out...)
+}
+
+func contains(set []string, s string) bool {
+	for _, x := range set {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+// Package gatekeeper is the front end for Gatekeeper mutators (mutations.gatekeeper.sh v1,
+// v1beta1, v1alpha1: Assign, AssignMetadata, ModifySet, AssignImage). It decodes and validates
+// each mutator with Gatekeeper's own types, parser and constructors, and lowers it into the IR.
+//
+// It must not approximate: a mutator whose behaviour in Gatekeeper's engine cannot be expressed
+// exactly is refused with the reason.
+package gatekeeper
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/source"
+)
+
+// Problem is a refusal or rejection of one mutator, positioned.
+type Problem struct {
+	File   string
+	Line   int
+	Object string // Kind/name
+	Field  string
+	Msg    string
+}
+
+func (p *Problem) Error() string {
+	s := fmt.Sprintf("%s:%d: %s: ", p.File, p.Line, p.Object)
+	if p.Field != "" {
+		s += p.Field + ": "
+	}
+	return s + p.Msg
+}
+
+// Result is what the front end made of a set of documents.
+type Result struct {
+	Mutations []*ir.Mutation
+	// Notes say which documents were ignored and why (not mutators; mutators that never apply).
+	Notes []string
+	// Problems are the mutators that were refused or rejected.
+	Problems []*Problem
+}
+
+// Compile lowers every Gatekeeper mutator among docs. Other documents are noted and skipped.
+// Mutations come back in Gatekeeper's order (sorted by group, kind, namespace, name).
+func Compile(docs []*source.Document) *Result {
+	res := &Result{}
+	seen := map[string]*source.Document{}
+	for _, doc := range docs {
+		obj := doc.Object
+		if !IsMutator(obj) {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s %s/%s is not a Gatekeeper mutator; ignored", doc.File, doc.Line, obj.GetAPIVersion(), obj.GetKind(), obj.GetName()))
+			continue
+		}
+		name := obj.GetKind() + "/" + obj.GetName()
+		src := ir.Source{File: doc.File, Line: doc.Line, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		problem := func(field, msg string) {
+			line := doc.Line
+			if field != "" {
+				line = doc.LineOf(splitField(field)...)
+			}
+			res.Problems = append(res.Problems, &Problem{File: doc.File, Line: line, Object: name, Field: field, Msg: msg})
+		}
+		if obj.GetName() == "" {
+			problem("metadata.name", "a mutator needs a name")
+			continue
+		}
+		if prev, ok := seen[name]; ok {
+			problem("metadata.name", fmt.Sprintf("%s is defined twice (also at %s:%d); Gatekeeper would keep only one", name, prev.File, prev.Line))
+			continue
+		}
+		seen[name] = doc
+		d, err := Decode(obj)
+		if err != nil {
+			reportErr(problem, err)
+			continue
+		}
+		m, reason, err := Lower(src, d)
+		if err != nil {
+			reportErr(problem, err)
+			continue
+		}
+		if reason != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: %s", doc.File, doc.Line, name, reason))
+			continue
+		}
+		res.Mutations = append(res.Mutations, m)
+	}
+	sort.SliceStable(res.Mutations, func(i, j int) bool { return res.Mutations[i].SortKey < res.Mutations[j].SortKey })
+	return res
+}
+
+func reportErr(problem func(field, msg string), err error) {
+	if fe, ok := err.(*FieldError); ok {
+		problem(fe.Field, fe.Msg)
+		return
+	}
+	problem("", err.Error())
+}
+
+func splitField(f string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(f); i++ {
+		if f[i] == '.' {
+			out = append(out, f[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, f[start:])
+}

@@ -1,0 +1,110 @@
+// Package ir is the mutation IR: the contract between the front ends (compiler/gatekeeper, later
+// compiler/kyverno) and the back end (cel, emit). A front end lowers each input policy into
+// Mutations; the back end never looks at the input documents again.
+//
+// The IR states what a mutation does in the reference engine's terms — a path of steps, what each
+// step tolerates (pathTests), and the operation at its end — and nothing about CEL or patch types.
+package ir
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Source names the document a Mutation came from, for error messages and annotations.
+type Source struct {
+	File       string
+	Line       int
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+}
+
+// String is "Kind/name", as used in messages.
+func (s Source) String() string { return s.Kind + "/" + s.Name }
+
+// Mutation is one input mutator, lowered.
+type Mutation struct {
+	Source Source
+	// SortKey orders mutations as the reference engine does (Gatekeeper sorts by group, kind,
+	// namespace, name).
+	SortKey string
+
+	Match Match
+	// Path is where the mutation acts; never empty.
+	Path []Step
+	// ExistsOK[i] and MissingOK[i] say whether the walk may go on when the element at Path[i]
+	// exists or is missing (Gatekeeper's pathTests; AssignMetadata's add-only rule).
+	ExistsOK  []bool
+	MissingOK []bool
+	Op        Op
+}
+
+// Step is one element of a path: an object field, or a list element selected by key or glob.
+type Step struct {
+	// Field is set for an object field step.
+	Field string
+	// List steps: elements whose KeyField equals KeyValue, or every element when Glob.
+	List     bool
+	KeyField string
+	KeyValue string
+	Glob     bool
+}
+
+// Match says which admission requests a mutation applies to.
+type Match struct {
+	// Rules are the (group, version, kind) combinations and operations the mutation applies to.
+	// Empty means every kind.
+	Rules []Rule
+	// Operations is used when Rules is empty.
+	Operations []string
+	// Scope is "", "Namespaced" or "Cluster" (Gatekeeper's meaning: Namespace objects count as
+	// cluster-scoped).
+	Scope string
+	// Namespaces and ExcludedNamespaces hold Gatekeeper wildcards: "x", "x*", "*x", "*x*".
+	Namespaces         []string
+	ExcludedNamespaces []string
+	// Name is a Gatekeeper wildcard over metadata.name (and generateName prefixes).
+	Name              string
+	LabelSelector     *metav1.LabelSelector
+	NamespaceSelector *metav1.LabelSelector
+	// Kinds restricts by (group, kind) when Rules is empty (AssignMetadata has no applyTo).
+	Kinds []GroupKinds
+}
+
+// Rule is one applyTo entry, expanded.
+type Rule struct {
+	Group, Version, Kind string
+	Operations           []string
+}
+
+// GroupKinds is one match.kinds entry; empty lists mean any.
+type GroupKinds struct {
+	Groups []string
+	Kinds  []string
+}
+
+// Op is what happens at the end of the path.
+type Op interface{ isOp() }
+
+// SetValue sets the value (Gatekeeper Assign / AssignMetadata): replace, never merge.
+// When the path ends in a keyed list step, Value is the whole element (a map).
+type SetValue struct {
+	Value any
+	// FromMetadata, when set ("name" or "namespace"), takes the value from the object instead.
+	FromMetadata string
+}
+
+// MergeSet adds each value not yet in the list, at the end (ModifySet merge).
+type MergeSet struct{ Values []any }
+
+// PruneSet removes every element equal to one of the values (ModifySet prune).
+type PruneSet struct{ Values []any }
+
+// RewriteImage replaces the non-empty parts of an image reference (AssignImage).
+type RewriteImage struct{ Domain, Path, Tag string }
+
+func (SetValue) isOp()     {}
+func (MergeSet) isOp()     {}
+func (PruneSet) isOp()     {}
+func (RewriteImage) isOp() {}

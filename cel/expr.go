@@ -22,10 +22,10 @@ type Expr interface {
 }
 
 type (
-	lit     struct{ text string }
-	ident   struct{ name string }
-	index   struct{ operand, key Expr }
-	field   struct {
+	lit   struct{ text string }
+	ident struct{ name string }
+	index struct{ operand, key Expr }
+	field struct {
 		operand Expr
 		name    string
 	}
@@ -121,7 +121,9 @@ func List(elems ...Expr) Expr { return listExpr{elems} }
 func Map(keys, vals []Expr) Expr { return mapExpr{keys, vals} }
 
 // Object is typeName{field: val, ...} for API server types such as JSONPatch.
-func Object(typeName string, fields []string, vals []Expr) Expr { return object{typeName, fields, vals} }
+func Object(typeName string, fields []string, vals []Expr) Expr {
+	return object{typeName, fields, vals}
+}
 
 // And is the conjunction of xs (true when empty).
 func And(xs ...Expr) Expr {

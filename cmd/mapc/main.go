@@ -1,4 +1,44 @@
-// Command mapc compiles Kubernetes mutation policies into MutatingAdmissionPolicy objects.
+// Command mapc compiles Gatekeeper mutators into Kubernetes MutatingAdmissionPolicies and
+// bindings, and checks that they mutate objects exactly as Gatekeeper does.
 package main
 
-func main() {}
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// exitError carries an exit code: 1 for refused or invalid input or a failed check, 2 for usage.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+}
+
+func run(args []string) int {
+	root := newRootCmd(os.Stdin, os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(os.Stderr, "mapc: "+ee.err.Error())
+		}
+		return ee.code
+	}
+	// cobra's own errors are usage errors (unknown flag, bad argument).
+	fmt.Fprintln(os.Stderr, "mapc: "+err.Error())
+	return 2
+}

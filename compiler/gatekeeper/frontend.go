@@ -9,6 +9,9 @@ package gatekeeper
 import (
 	"fmt"
 	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/schema"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
@@ -45,6 +48,13 @@ type Result struct {
 func Compile(docs []*source.Document) *Result {
 	res := &Result{}
 	seen := map[string]*source.Document{}
+	db := schema.New()
+	type decoded struct {
+		doc *source.Document
+		d   *Decoded
+		m   *ir.Mutation
+	}
+	var all []decoded
 	for _, doc := range docs {
 		obj := doc.Object
 		if !IsMutator(obj) {
@@ -83,7 +93,29 @@ func Compile(docs []*source.Document) *Result {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: %s", doc.File, doc.Line, name, reason))
 			continue
 		}
-		res.Mutations = append(res.Mutations, m)
+		if ws, ok := d.Mutator.(schema.MutatorWithSchema); ok {
+			// The error only says that a conflict exists; the DB records it, as in Gatekeeper.
+			_ = db.Upsert(ws)
+		}
+		all = append(all, decoded{doc, d, m})
+	}
+	// Gatekeeper skips every mutator whose location disagrees with another's about the shape of
+	// the object (a field used as an object by one and a list by another). Refuse them all.
+	for _, a := range all {
+		id := a.d.Mutator.ID()
+		if !db.HasConflicts(id) {
+			res.Mutations = append(res.Mutations, a.m)
+			continue
+		}
+		var names []string
+		for cid := range db.GetConflicts(id) {
+			if cid != id {
+				names = append(names, cid.Kind+"/"+cid.Name)
+			}
+		}
+		sort.Strings(names)
+		res.Problems = append(res.Problems, &Problem{File: a.doc.File, Line: a.doc.LineOf("spec", "location"), Object: a.m.Source.String(), Field: "spec.location",
+			Msg: fmt.Sprintf("conflicts with %s about the type of a path element (object or list); Gatekeeper skips all conflicting mutators, so no policy can reproduce it: make the locations agree", strings.Join(names, ", "))})
 	}
 	sort.SliceStable(res.Mutations, func(i, j int) bool { return res.Mutations[i].SortKey < res.Mutations[j].SortKey })
 	return res

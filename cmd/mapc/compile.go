@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
+)
+
+type compileFlags struct {
+	files           []string
+	out             string
+	check           bool
+	kubeVersion     string
+	output          string
+	failurePolicy   string
+	crds            []string
+	skipUnsupported bool
+	verbose         bool
+}
+
+func newCompileCmd() *cobra.Command {
+	f := &compileFlags{}
+	c := &cobra.Command{
+		Use:   "compile -f PATH [-f PATH]... [-o DIR | -o -]",
+		Short: "Compile mutators into MutatingAdmissionPolicies and bindings",
+		Example: `  mapc compile -f examples/gatekeeper -o -
+  mapc compile -f mutators/ -o deploy/policies
+  mapc compile -f mutators/ -o deploy/policies --check`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCompile(cmd, f) },
+	}
+	fl := c.Flags()
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "file, directory (recursive: .yaml .yml .json) or - for stdin; repeatable")
+	fl.StringVarP(&f.out, "output-dir", "o", "-", "directory to write (one file per policy and a kustomization.yaml), or - for stdout")
+	fl.BoolVar(&f.check, "check", false, "write nothing; exit 1 with a diff if -o DIR differs from what would be generated")
+	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version: 1.36+ emits admissionregistration.k8s.io/v1, 1.34-1.35 v1beta1, 1.32-1.33 v1alpha1")
+	fl.StringVar(&f.output, "output", "yaml", "yaml or json")
+	fl.StringVar(&f.failurePolicy, "failure-policy", "Ignore", "Ignore (Gatekeeper's default: on error the object is admitted unmutated) or Fail")
+	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file with schemas for custom resources; repeatable")
+	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also say which documents were ignored and why")
+	return c
+}
+
+func runCompile(cmd *cobra.Command, f *compileFlags) error {
+	stderr := cmd.ErrOrStderr()
+	if len(f.files) == 0 {
+		return usageErr("compile needs at least one -f PATH")
+	}
+	format := emit.Format(f.output)
+	if format != emit.YAML && format != emit.JSON {
+		return usageErr("--output %q: use yaml or json", f.output)
+	}
+	var fp admissionregistrationv1.FailurePolicyType
+	switch f.failurePolicy {
+	case "Ignore", "Fail":
+		fp = admissionregistrationv1.FailurePolicyType(f.failurePolicy)
+	default:
+		return usageErr("--failure-policy %q: use Ignore or Fail", f.failurePolicy)
+	}
+	if f.check && f.out == "-" {
+		return usageErr("--check compares with a directory: give -o DIR")
+	}
+	kv, err := compiler.ParseVersion(f.kubeVersion)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if len(f.crds) > 0 {
+		// Custom resources need no schema for JSONPatch mutations, which is all this version emits.
+		for _, c := range f.crds {
+			if _, err := os.Stat(c); err != nil {
+				return usageErr("--crd %s: %v", c, err)
+			}
+		}
+	}
+	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, FailurePolicy: fp})
+	if f.verbose {
+		for _, n := range out.Notes {
+			fmt.Fprintln(stderr, "note: "+n)
+		}
+	} else {
+		for _, n := range out.Notes {
+			if strings.Contains(n, "no policy emitted") {
+				fmt.Fprintln(stderr, "note: "+n)
+			}
+		}
+	}
+	for _, p := range out.Problems {
+		fmt.Fprintln(stderr, p.Error())
+	}
+	failed := len(out.Problems) > 0
+	if failed && !f.skipUnsupported {
+		return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; nothing written (use --skip-unsupported to write the rest)", len(out.Problems))}
+	}
+	apiVersion := emit.APIVersion(kv)
+	if f.out == "-" {
+		data, err := emit.Stream(out.Policies, apiVersion, format)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		if _, err := cmd.OutOrStdout().Write(data); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+	} else {
+		files, err := emit.Files(out.Policies, apiVersion, format)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		if f.check {
+			d, err := emit.Diff(f.out, files)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			if d != "" {
+				fmt.Fprint(cmd.OutOrStdout(), d)
+				return &exitError{code: 1, err: fmt.Errorf("%s is not what the mutators compile to (run without --check to update it)", f.out)}
+			}
+		} else if err := emit.WriteDir(f.out, files); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+	}
+	if failed {
+		return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; the others were written", len(out.Problems))}
+	}
+	return nil
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mapc",
+		Short: "Compile Gatekeeper mutators into native MutatingAdmissionPolicies",
+		Long: `mapc compiles Gatekeeper mutators (Assign, AssignMetadata, ModifySet, AssignImage) into
+Kubernetes MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding objects that mutate every
+object exactly as Gatekeeper's engine does, or refuses, saying why.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see 'mapc %s --help')", err, c.Name())
+	})
+	root.AddCommand(newCompileCmd())
+	return root
+}

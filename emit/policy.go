@@ -1,0 +1,208 @@
+// Package emit turns compiled mutations into MutatingAdmissionPolicy and
+// MutatingAdmissionPolicyBinding objects (k8s.io/api types) for the target API version, and writes
+// them: one YAML or JSON stream, or a directory with a kustomization.yaml, atomically.
+//
+// It builds no CEL itself: expressions come from package cel as printed, checked text.
+package emit
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
+const (
+	// LabelManagedBy marks every generated object.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is its value.
+	ManagedByValue = "mapc"
+	// AnnotationSource names the input policy an object was generated from.
+	AnnotationSource = "mapc.dev/source"
+)
+
+// Options are the choices that shape the emitted objects.
+type Options struct {
+	FailurePolicy admissionregistrationv1.FailurePolicyType
+}
+
+// Policy is one emitted MAP with its binding.
+type Policy struct {
+	Policy  *admissionregistrationv1.MutatingAdmissionPolicy
+	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+}
+
+// Mutation is one CEL mutation, already printed and checked.
+type Mutation struct {
+	PatchType  admissionregistrationv1.PatchType
+	Expression string
+}
+
+// Condition is one named matchCondition, printed and checked.
+type Condition struct {
+	Name       string
+	Expression string
+}
+
+// Name derives the policy name from the source: "gatekeeper-<kind>-<name>", lower case.
+func Name(src ir.Source) string {
+	return "gatekeeper-" + strings.ToLower(src.Kind) + "-" + src.Name
+}
+
+// NewPolicy builds the MAP and its binding for one mutation.
+func NewPolicy(m *ir.Mutation, conds []Condition, muts []Mutation, opts Options) (*Policy, error) {
+	name := Name(m.Source)
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("the generated name %q is not valid: %s", name, strings.Join(errs, "; "))
+	}
+	meta := metav1.ObjectMeta{
+		Name:        name,
+		Labels:      map[string]string{LabelManagedBy: ManagedByValue},
+		Annotations: map[string]string{AnnotationSource: m.Source.APIVersion + ", Kind=" + m.Source.Kind + ", name=" + m.Source.Name},
+	}
+	fp := opts.FailurePolicy
+	if fp == "" {
+		fp = admissionregistrationv1.Ignore
+	}
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	exact := admissionregistrationv1.Exact
+	rules := resourceRules(m.Match)
+	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
+		MatchConstraints: &admissionregistrationv1.MatchResources{
+			ResourceRules: rules,
+			MatchPolicy:   &exact,
+		},
+		FailurePolicy:      &fp,
+		ReinvocationPolicy: never,
+	}
+	for _, c := range conds {
+		spec.MatchConditions = append(spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: c.Name, Expression: c.Expression})
+	}
+	for _, mu := range muts {
+		mut := admissionregistrationv1.Mutation{PatchType: mu.PatchType}
+		switch mu.PatchType {
+		case admissionregistrationv1.PatchTypeJSONPatch:
+			mut.JSONPatch = &admissionregistrationv1.JSONPatch{Expression: mu.Expression}
+		case admissionregistrationv1.PatchTypeApplyConfiguration:
+			mut.ApplyConfiguration = &admissionregistrationv1.ApplyConfiguration{Expression: mu.Expression}
+		}
+		spec.Mutations = append(spec.Mutations, mut)
+	}
+	p := &admissionregistrationv1.MutatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
+		ObjectMeta: *meta.DeepCopy(),
+		Spec:       spec,
+	}
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
+		ObjectMeta: *meta.DeepCopy(),
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	if m.Match.NamespaceSelector != nil {
+		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: m.Match.NamespaceSelector.DeepCopy()}
+	}
+	return &Policy{Policy: p, Binding: b}, nil
+}
+
+// resourceRules expresses the kinds and operations a mutation applies to. Kinds the client
+// libraries know become their resources; other kinds (custom resources) match every resource of
+// their group and version, and the kind itself is checked by a match condition (KindCondition).
+func resourceRules(m ir.Match) []admissionregistrationv1.NamedRuleWithOperations {
+	scope := admissionregistrationv1.AllScopes
+	switch m.Scope {
+	case "Namespaced":
+		scope = admissionregistrationv1.NamespacedScope
+	case "Cluster":
+		scope = admissionregistrationv1.ClusterScope
+	}
+	if len(m.Rules) == 0 {
+		return []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: ops(m.Operations),
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
+			},
+		}}
+	}
+	// Group rules with the same operations and group/version, listing resources together.
+	type key struct{ ops, group, version string }
+	byKey := map[key][]string{}
+	for _, r := range m.Rules {
+		res, ok := Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
+		if !ok {
+			res = "*"
+		}
+		k := key{strings.Join(r.Operations, ","), r.Group, r.Version}
+		if !contains(byKey[k], res) {
+			byKey[k] = append(byKey[k], res)
+		}
+	}
+	keys := make([]key, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		return a.group+"/"+a.version+"/"+a.ops < b.group+"/"+b.version+"/"+b.ops
+	})
+	var out []admissionregistrationv1.NamedRuleWithOperations
+	for _, k := range keys {
+		res := byKey[k]
+		if contains(res, "*") {
+			res = []string{"*"}
+		}
+		sort.Strings(res)
+		sc := scope
+		out = append(out, admissionregistrationv1.NamedRuleWithOperations{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: ops(strings.Split(k.ops, ",")),
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{k.group}, APIVersions: []string{k.version}, Resources: res, Scope: &sc},
+			},
+		})
+	}
+	return out
+}
+
+// NeedsKindCondition reports whether some rule had to match all resources of a group/version, so
+// that the kinds must be checked by a match condition.
+func NeedsKindCondition(m ir.Match) bool {
+	for _, r := range m.Rules {
+		if _, ok := Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func ops(o []string) []admissionregistrationv1.OperationType {
+	out := make([]admissionregistrationv1.OperationType, len(o))
+	for i, x := range o {
+		out[i] = admissionregistrationv1.OperationType(x)
+	}
+	return out
+}
+
+// Resource is the plural resource of a kind the Kubernetes client libraries know.
+func Resource(gvk schema.GroupVersionKind) (string, bool) {
+	if !clientgoscheme.Scheme.Recognizes(gvk) || strings.HasSuffix(gvk.Kind, "List") && gvk.Kind != "List" && clientgoscheme.Scheme.Recognizes(gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))) {
+		return "", false
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.Resource, true
+}
+
+func contains(s []string, x string) bool {
+	for _, e := range s {
+		if e == x {
+			return true
+		}
+	}
+	return false
+}

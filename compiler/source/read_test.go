@@ -46,9 +46,9 @@ items:
 
 func TestParseErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"a: [":          "f.yaml: not valid YAML or JSON",
-		"- a\n- b\n":    "f.yaml:1: a document must be a mapping",
-		`{"kind": 1`:    "not valid YAML or JSON",
+		"a: [":                     "f.yaml: not valid YAML or JSON",
+		"- a\n- b\n":               "f.yaml:1: a document must be a mapping",
+		`{"kind": 1`:               "not valid YAML or JSON",
 		"kind: List\nitems: [1]\n": "items[0] is not an object",
 	} {
 		_, err := Parse("f.yaml", []byte(in))

@@ -1,0 +1,331 @@
+// Package verify admits objects both ways — through Gatekeeper's own engine (package
+// reference/gatekeeper) and through the emitted MutatingAdmissionPolicies run by the API server's
+// own MAP code (package cel/admission) — in many policy orders, and reports every difference.
+//
+// It decides nothing about translation; it only compares.
+package verify
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/cel/admission"
+	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/reference/gatekeeper"
+)
+
+// Options tune a Verifier.
+type Options struct {
+	// Namespaces are the namespace objects (labels for namespaceSelector). A namespace an object
+	// names but that is not listed exists with only its kubernetes.io/metadata.name label.
+	Namespaces []*corev1.Namespace
+	// AllOrdersUpTo: every order of the policies is tried when there are at most this many orders
+	// (default 24, i.e. up to 4 policies); otherwise sorted, reversed and Shuffles seeded shuffles.
+	AllOrdersUpTo int
+	Shuffles      int
+	Seed          int64
+	// Idempotence re-admits each result through the policies and fails objects that change again.
+	Idempotence bool
+}
+
+// Case is one admission request.
+type Case struct {
+	Name      string // for reports; defaults to kind/namespace/name
+	Object    *unstructured.Unstructured
+	OldObject *unstructured.Unstructured
+	Operation admissionv1.Operation
+}
+
+// Result is the verdict for one case.
+type Result struct {
+	Case    string
+	Pass    bool
+	Orders  int      // how many policy orders were tried
+	Order   []string // the first failing order (policy names)
+	Want    *unstructured.Unstructured
+	WantErr string
+	Got     *unstructured.Unstructured
+	GotErr  string
+	Diff    string // unified diff, Gatekeeper (want) to MAPs (got)
+	Reason  string
+}
+
+// Verifier holds both engines for one set of mutators and their compiled policies.
+type Verifier struct {
+	opts     Options
+	gk       *gatekeeper.Engine
+	ev       *admission.Evaluator
+	sets     []admission.PolicySet
+	orders   [][]int
+	nsByName map[string]*corev1.Namespace
+}
+
+// New builds both engines.
+func New(mutators []*unstructured.Unstructured, policies []*emit.Policy, opts Options) (*Verifier, error) {
+	if opts.AllOrdersUpTo == 0 {
+		opts.AllOrdersUpTo = 24
+	}
+	if opts.Shuffles == 0 {
+		opts.Shuffles = 6
+	}
+	gk, err := gatekeeper.New(mutators)
+	if err != nil {
+		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
+	}
+	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces})
+	if err != nil {
+		return nil, fmt.Errorf("the API server's MAP code: %w", err)
+	}
+	v := &Verifier{opts: opts, gk: gk, ev: ev, nsByName: map[string]*corev1.Namespace{}}
+	for _, ns := range opts.Namespaces {
+		v.nsByName[ns.Name] = ns
+	}
+	for _, p := range policies {
+		v.sets = append(v.sets, admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}})
+	}
+	v.orders = Orders(len(v.sets), opts.AllOrdersUpTo, opts.Shuffles, opts.Seed)
+	return v, nil
+}
+
+// Close releases the evaluator.
+func (v *Verifier) Close() { v.ev.Close() }
+
+// Orders lists the policy orders to try: all n! when that is at most allUpTo, else the sorted
+// order, its reverse and `shuffles` seeded shuffles.
+func Orders(n, allUpTo, shuffles int, seed int64) [][]int {
+	fact := 1
+	for i := 2; i <= n && fact <= allUpTo; i++ {
+		fact *= i
+	}
+	id := make([]int, n)
+	for i := range id {
+		id[i] = i
+	}
+	if fact <= allUpTo {
+		var out [][]int
+		permute(append([]int(nil), id...), 0, &out)
+		return out
+	}
+	rev := make([]int, n)
+	for i := range rev {
+		rev[i] = n - 1 - i
+	}
+	out := [][]int{id, rev}
+	r := rand.New(rand.NewSource(seed))
+	for i := 0; i < shuffles; i++ {
+		p := append([]int(nil), id...)
+		r.Shuffle(n, func(a, b int) { p[a], p[b] = p[b], p[a] })
+		out = append(out, p)
+	}
+	return out
+}
+
+func permute(a []int, k int, out *[][]int) {
+	if k == len(a) {
+		*out = append(*out, append([]int(nil), a...))
+		return
+	}
+	for i := k; i < len(a); i++ {
+		a[k], a[i] = a[i], a[k]
+		permute(a, k+1, out)
+		a[k], a[i] = a[i], a[k]
+	}
+}
+
+func (v *Verifier) namespaceOf(obj *unstructured.Unstructured) *corev1.Namespace {
+	name := obj.GetNamespace()
+	if name == "" || obj.GetKind() == "Namespace" && obj.GroupVersionKind().Group == "" {
+		return nil
+	}
+	if ns, ok := v.nsByName[name]; ok {
+		return ns
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
+}
+
+// Check admits one case through Gatekeeper once and through the policies in every order.
+func (v *Verifier) Check(ctx context.Context, c Case) Result {
+	in, err := Normalize(c.Object)
+	res := Result{Case: c.Name}
+	if res.Case == "" {
+		res.Case = caseName(c.Object)
+	}
+	if err != nil {
+		res.Reason = "the object is not valid: " + err.Error()
+		return res
+	}
+	op := c.Operation
+	if op == "" {
+		op = admissionv1.Create
+	}
+	want, werr := v.gk.Admit(ctx, gatekeeper.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op})
+	if werr == nil {
+		want, werr = Normalize(want)
+	}
+	res.Want = want
+	if werr != nil {
+		res.WantErr = werr.Error()
+	}
+	for _, order := range v.orders {
+		res.Orders++
+		sets := make([]admission.PolicySet, len(order))
+		names := make([]string, len(order))
+		for i, j := range order {
+			sets[i] = v.sets[j]
+			names[i] = v.sets[j].Policy.Name
+		}
+		got, gerr := v.ev.Admit(ctx, sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op})
+		if gerr == nil {
+			got, gerr = Normalize(got)
+		}
+		if reason := compare(want, werr, got, gerr); reason != "" {
+			res.Order, res.Got, res.Reason = names, got, reason
+			if gerr != nil {
+				res.GotErr = gerr.Error()
+			}
+			res.Diff = diff(want, got)
+			return res
+		}
+		if v.opts.Idempotence && gerr == nil {
+			again, aerr := v.ev.Admit(ctx, sets, admission.Request{Object: got.DeepCopy(), Operation: op})
+			if aerr == nil {
+				again, aerr = Normalize(again)
+			}
+			if aerr != nil || !apiequality.Semantic.DeepEqual(again.Object, got.Object) {
+				res.Order, res.Got = names, again
+				res.Reason = "not idempotent: admitting the result again changes it"
+				if aerr != nil {
+					res.GotErr = aerr.Error()
+				}
+				res.Diff = diff(got, again)
+				return res
+			}
+		}
+	}
+	res.Got = res.Want
+	res.Pass = true
+	return res
+}
+
+func compare(want *unstructured.Unstructured, werr error, got *unstructured.Unstructured, gerr error) string {
+	switch {
+	case werr != nil && gerr != nil:
+		return "" // both deny
+	case werr != nil:
+		return "Gatekeeper denies the request but the policies admit it"
+	case gerr != nil:
+		return "the policies deny the request but Gatekeeper admits it"
+	case !apiequality.Semantic.DeepEqual(want.Object, got.Object):
+		return "the policies mutate the object differently from Gatekeeper"
+	}
+	return ""
+}
+
+func caseName(o *unstructured.Unstructured) string {
+	s := o.GetKind() + "/"
+	if o.GetNamespace() != "" {
+		s += o.GetNamespace() + "/"
+	}
+	return s + o.GetName()
+}
+
+// Normalize gives an object the form the API server gives it: built-in kinds go through their Go
+// type and back (as the API server decodes a request and encodes it for webhooks and storage).
+func Normalize(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if o == nil {
+		return nil, nil
+	}
+	gvk := o.GroupVersionKind()
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		return o.DeepCopy(), nil
+	}
+	typed, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, typed, true); err != nil {
+		return nil, err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{Object: m}
+	out.SetGroupVersionKind(gvk)
+	if md, ok := m["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
+		delete(md, "creationTimestamp")
+	}
+	return out, nil
+}
+
+func diff(a, b *unstructured.Unstructured) string {
+	y := func(o *unstructured.Unstructured) string {
+		if o == nil {
+			return ""
+		}
+		data, _ := yaml.Marshal(o.Object)
+		return string(data)
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(y(a)), B: difflib.SplitLines(y(b)),
+		FromFile: "gatekeeper", ToFile: "policies", Context: 3,
+	})
+	return d
+}
+
+// Summary is "N passed, M failed".
+func Summary(rs []Result) string {
+	p, f := 0, 0
+	for _, r := range rs {
+		if r.Pass {
+			p++
+		} else {
+			f++
+		}
+	}
+	return fmt.Sprintf("%d passed, %d failed", p, f)
+}
+
+// Report renders results as text: PASS/FAIL per case, with the diff and failing order.
+func Report(rs []Result) string {
+	var b strings.Builder
+	sorted := append([]Result(nil), rs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Case < sorted[j].Case })
+	for _, r := range sorted {
+		if r.Pass {
+			fmt.Fprintf(&b, "PASS %s (%d policy orders)\n", r.Case, r.Orders)
+			continue
+		}
+		fmt.Fprintf(&b, "FAIL %s: %s\n", r.Case, r.Reason)
+		if len(r.Order) > 0 {
+			fmt.Fprintf(&b, "  policy order: %s\n", strings.Join(r.Order, ", "))
+		}
+		if r.WantErr != "" {
+			fmt.Fprintf(&b, "  Gatekeeper: %s\n", r.WantErr)
+		}
+		if r.GotErr != "" {
+			fmt.Fprintf(&b, "  policies: %s\n", r.GotErr)
+		}
+		if r.Diff != "" {
+			for _, l := range strings.Split(strings.TrimRight(r.Diff, "\n"), "\n") {
+				b.WriteString("  " + l + "\n")
+			}
+		}
+	}
+	b.WriteString(Summary(rs) + "\n")
+	return b.String()
+}

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
 func sortStrings(s []string) { sort.Strings(s) }
@@ -187,3 +189,67 @@ func contains(set []string, s string) bool {
 	}
 	return false
 }
+
+// Has is the has() macro over a field selection this package built.
+func Has(operand Expr, field string) Expr { return Call("has", Field(operand, field)) }
+
+// RulesMatch is true when the request's group, version, kind and operation are one of rules
+// (Gatekeeper's applyTo, expanded). Used inside grouped policies, whose resource rules are the
+// union of their members'.
+func RulesMatch(rules []ir.Rule) Expr {
+	k := Field(Ident("request"), "kind")
+	var any []Expr
+	for _, r := range rules {
+		any = append(any, And(
+			Bin("==", Field(k, "group"), Str(r.Group)),
+			Bin("==", Field(k, "version"), Str(r.Version)),
+			Bin("==", Field(k, "kind"), Str(r.Kind)),
+			Bin("in", Field(Ident("request"), "operation"), strList(r.Operations)),
+		))
+	}
+	return Or(any...)
+}
+
+// OperationsMatch is true when the request's operation is one of ops.
+func OperationsMatch(ops []string) Expr {
+	return Bin("in", Field(Ident("request"), "operation"), strList(ops))
+}
+
+// ScopeMatch is Gatekeeper's scopeMatch: Namespace objects count as cluster-scoped.
+func ScopeMatch(scope string) Expr {
+	clusterScoped := Or(isNamespaceKind(), Bin("==", Field(Ident("request"), "namespace"), Str("")))
+	switch scope {
+	case "Cluster":
+		return clusterScoped
+	case "Namespaced":
+		return Not(clusterScoped)
+	}
+	return True
+}
+
+// NamespaceSelectorMatch is Gatekeeper's namespaceSelectorMatch: a Namespace object is matched on
+// its own labels, a namespaced object on its namespace's, a cluster-scoped object always matches.
+func NamespaceSelectorMatch(sel *metav1LabelSelector) (Expr, error) {
+	if sel == nil {
+		return True, nil
+	}
+	own, err := LabelSelector(sel, objectLabels())
+	if err != nil {
+		return nil, err
+	}
+	nsObj := Ident("namespaceObject")
+	nsLabels := Cond(Has(Field(nsObj, "metadata"), "labels"), Field(Field(nsObj, "metadata"), "labels"), Map(nil, nil))
+	theirs, err := LabelSelector(sel, nsLabels)
+	if err != nil {
+		return nil, err
+	}
+	return Cond(isNamespaceKind(), own, Or(Bin("==", nsObj, Null()), theirs)), nil
+}
+
+type metav1LabelSelector = metav1.LabelSelector
+
+// LabelsMatch is the label selector over the object's current labels.
+func LabelsMatch(sel *metav1.LabelSelector) (Expr, error) { return LabelSelector(sel, objectLabels()) }
+
+// Guarded is c ? ops : [] for a list of JSONPatch operations.
+func Guarded(c, ops Expr) Expr { return condList(c, ops, emptyList) }

@@ -1,6 +1,6 @@
 // Package compiler wires the phases together: documents → front end (compiler/gatekeeper) →
-// mutation IR → CEL (package cel) → MAP objects (package emit). It holds no translation logic of
-// its own beyond choosing, per mutation, the match conditions and the patch expression.
+// mutation IR → plan (compiler/plan) → CEL (package cel) → MAP objects (package emit). It holds
+// no translation logic of its own beyond choosing, per policy, where each match clause goes.
 package compiler
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 )
@@ -34,6 +35,10 @@ type Output struct {
 	Notes []string
 	// Problems are refusals and rejections, each "file:line: Kind/name: field: message".
 	Problems []error
+	// Groups is the plan: which mutations share a policy and why; PolicyOf[i] is the policy
+	// emitted for Groups[i] (nil when it was refused).
+	Groups   []*plan.Group
+	PolicyOf []*emit.Policy
 }
 
 // ParseVersion reads "1.34" or "1.34.2" and checks it is one MAP exists in.
@@ -59,9 +64,18 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	for _, p := range fe.Problems {
 		out.Problems = append(out.Problems, p)
 	}
-	for _, m := range fe.Mutations {
-		p, err := compileOne(env, m, opts)
+	out.Groups = plan.Plan(fe.Mutations)
+	for _, g := range out.Groups {
+		var p *emit.Policy
+		var err error
+		if len(g.Mutations) == 1 {
+			p, err = compileOne(env, g.Mutations[0], opts)
+		} else {
+			p, err = compileGroup(env, g, opts)
+		}
+		out.PolicyOf = append(out.PolicyOf, p)
 		if err != nil {
+			m := g.Mutations[0]
 			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})
 			continue
 		}
@@ -72,40 +86,49 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	return out
 }
 
+// printer prints and checks expressions against one environment.
+type printer struct{ env *cel.Env }
+
+func (p printer) condition(e cel.Expr) (string, error) {
+	s, err := p.env.Print(e)
+	if err != nil {
+		return "", err
+	}
+	return s, p.env.CheckCondition(s)
+}
+
+func (p printer) jsonPatch(e cel.Expr) (string, error) {
+	s, err := p.env.Print(e)
+	if err != nil {
+		return "", err
+	}
+	return s, p.env.CheckJSONPatch(s)
+}
+
+// compileOne emits a policy for a mutation that interacts with no other: the request-level match
+// clauses become native rules, selectors and match conditions, visible to operators and cheap for
+// the API server; the object-level ones (labels) stay inside the expression.
 func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error) {
+	pr := printer{env}
 	var conds []emit.Condition
 	addCond := func(name string, e cel.Expr) error {
 		if e == cel.True {
 			return nil
 		}
-		s, err := env.Print(e)
+		s, err := pr.condition(e)
 		if err != nil {
-			return err
-		}
-		if err := env.CheckCondition(s); err != nil {
 			return err
 		}
 		conds = append(conds, emit.Condition{Name: name, Expression: s})
 		return nil
 	}
 	if len(m.Match.Rules) == 0 || emit.NeedsKindCondition(m.Match) {
-		var groups, kinds [][]string
-		if len(m.Match.Rules) == 0 {
-			for _, k := range m.Match.Kinds {
-				groups, kinds = append(groups, k.Groups), append(kinds, k.Kinds)
-			}
-		} else {
-			for _, r := range m.Match.Rules {
-				groups, kinds = append(groups, []string{r.Group}), append(kinds, []string{r.Kind})
-			}
-		}
-		if err := addCond("kinds", cel.KindsMatch(groups, kinds)); err != nil {
+		if err := addCond("kinds", kindsGuard(m.Match)); err != nil {
 			return nil, err
 		}
 	}
-	if len(m.Match.Rules) == 0 {
-		// Gatekeeper's webhook never mutates its own objects.
-		if err := addCond("not-gatekeeper-objects", cel.Not(cel.Method(cel.Field(cel.Field(cel.Ident("request"), "kind"), "group"), "endsWith", cel.Str(".gatekeeper.sh")))); err != nil {
+	if matchesGatekeeperGroups(m.Match) {
+		if err := addCond("not-gatekeeper-resources", notGatekeeperResources()); err != nil {
 			return nil, err
 		}
 	}
@@ -122,12 +145,145 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 	if err != nil {
 		return nil, err
 	}
-	s, err := env.Print(e)
+	s, err := pr.jsonPatch(e)
 	if err != nil {
 		return nil, err
 	}
-	if err := env.CheckJSONPatch(s); err != nil {
+	return emit.NewPolicy(emit.Name(m.Source), []ir.Source{m.Source}, m.Match, conds,
+		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s}}, emit.Options{FailurePolicy: opts.FailurePolicy})
+}
+
+// compileGroup emits one policy for interacting mutations: their mutations in Gatekeeper's order,
+// repeated g.Rounds times, each guarded by its own complete match, since the policy's rules are
+// the union of the members'.
+func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, error) {
+	pr := printer{env}
+	var union ir.Match
+	var srcs []ir.Source
+	var exprs []string
+	for _, m := range g.Mutations {
+		srcs = append(srcs, m.Source)
+		union.Rules = append(union.Rules, m.Match.Rules...)
+		if len(m.Match.Rules) == 0 {
+			union.Operations = mergeOps(union.Operations, m.Match.Operations)
+		}
+		guard, err := fullGuard(m)
+		if err != nil {
+			return nil, err
+		}
+		ops, err := cel.JSONPatch(m, env.Features())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", m.Source, err)
+		}
+		s, err := pr.jsonPatch(cel.Guarded(guard, ops))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", m.Source, err)
+		}
+		exprs = append(exprs, s)
+	}
+	for _, m := range g.Mutations {
+		if len(m.Match.Rules) == 0 {
+			union.Rules = nil // one member applies to every kind: so does the policy
+			break
+		}
+	}
+	if len(union.Rules) == 0 && len(union.Operations) == 0 {
+		union.Operations = []string{"CREATE", "UPDATE"}
+	}
+	var muts []emit.Mutation
+	for r := 0; r < g.Rounds; r++ {
+		for _, s := range exprs {
+			muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
+		}
+	}
+	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, nil, muts, emit.Options{FailurePolicy: opts.FailurePolicy})
+}
+
+// fullGuard is every match clause of m as one CEL condition, for use inside a grouped policy.
+func fullGuard(m *ir.Mutation) (cel.Expr, error) {
+	var parts []cel.Expr
+	if len(m.Match.Rules) > 0 {
+		parts = append(parts, cel.RulesMatch(m.Match.Rules))
+	} else {
+		parts = append(parts, cel.OperationsMatch(m.Match.Operations), kindsGuard(m.Match))
+	}
+	if matchesGatekeeperGroups(m.Match) {
+		parts = append(parts, notGatekeeperResources())
+	}
+	parts = append(parts, cel.ScopeMatch(m.Match.Scope), cel.NamespacesMatch(m.Match.Namespaces),
+		cel.ExcludedNamespacesMatch(m.Match.ExcludedNamespaces), cel.NameMatch(m.Match.Name))
+	ns, err := cel.NamespaceSelectorMatch(m.Match.NamespaceSelector)
+	if err != nil {
 		return nil, err
 	}
-	return emit.NewPolicy(m, conds, []emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s}}, emit.Options{FailurePolicy: opts.FailurePolicy})
+	parts = append(parts, ns)
+	return cel.And(parts...), nil
+}
+
+func kindsGuard(m ir.Match) cel.Expr {
+	var groups, kinds [][]string
+	if len(m.Rules) == 0 {
+		for _, k := range m.Kinds {
+			groups, kinds = append(groups, k.Groups), append(kinds, k.Kinds)
+		}
+	} else {
+		for _, r := range m.Rules {
+			groups, kinds = append(groups, []string{r.Group}), append(kinds, []string{r.Kind})
+		}
+	}
+	return cel.KindsMatch(groups, kinds)
+}
+
+func notGatekeeperResources() cel.Expr {
+	groups := make([]cel.Expr, len(gatekeeperGroups))
+	for i, g := range gatekeeperGroups {
+		groups[i] = cel.Str(g)
+	}
+	return cel.Not(cel.Bin("in", cel.Field(cel.Field(cel.Ident("request"), "kind"), "group"), cel.List(groups...)))
+}
+
+func mergeOps(a, b []string) []string {
+	for _, x := range b {
+		if !contains(a, x) {
+			a = append(a, x)
+		}
+	}
+	sort.Strings(a)
+	return a
+}
+
+// gatekeeperGroups are the API groups whose objects Gatekeeper's webhook never mutates
+// (webhookHandler.isGatekeeperResource).
+var gatekeeperGroups = []string{"config.gatekeeper.sh", "constraints.gatekeeper.sh", "expansion.gatekeeper.sh",
+	"externaldata.gatekeeper.sh", "mutations.gatekeeper.sh", "status.gatekeeper.sh", "templates.gatekeeper.sh"}
+
+func matchesGatekeeperGroups(m ir.Match) bool {
+	if len(m.Rules) == 0 {
+		for _, k := range m.Kinds {
+			if len(k.Groups) == 0 {
+				return true
+			}
+			for _, g := range k.Groups {
+				if g == "*" || contains(gatekeeperGroups, g) {
+					return true
+				}
+			}
+		}
+		return len(m.Kinds) == 0
+	}
+	for _, r := range m.Rules {
+		if contains(gatekeeperGroups, r.Group) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s []string, x string) bool {
+	for _, e := range s {
+		if e == x {
+			return true
+		}
+	}
+	return false
 }

@@ -57,16 +57,16 @@ func Name(src ir.Source) string {
 	return "gatekeeper-" + strings.ToLower(src.Kind) + "-" + src.Name
 }
 
-// NewPolicy builds the MAP and its binding for one mutation.
-func NewPolicy(m *ir.Mutation, conds []Condition, muts []Mutation, opts Options) (*Policy, error) {
-	name := Name(m.Source)
+// NewPolicy builds a MAP and its binding: rules and the binding's namespace selector from match,
+// the given match conditions and mutations, and annotations naming the sources.
+func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition, muts []Mutation, opts Options) (*Policy, error) {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, fmt.Errorf("the generated name %q is not valid: %s", name, strings.Join(errs, "; "))
 	}
 	meta := metav1.ObjectMeta{
 		Name:        name,
 		Labels:      map[string]string{LabelManagedBy: ManagedByValue},
-		Annotations: map[string]string{AnnotationSource: m.Source.APIVersion + ", Kind=" + m.Source.Kind + ", name=" + m.Source.Name},
+		Annotations: map[string]string{AnnotationSource: sourcesAnnotation(srcs)},
 	}
 	fp := opts.FailurePolicy
 	if fp == "" {
@@ -74,7 +74,7 @@ func NewPolicy(m *ir.Mutation, conds []Condition, muts []Mutation, opts Options)
 	}
 	never := admissionregistrationv1.NeverReinvocationPolicy
 	exact := admissionregistrationv1.Exact
-	rules := resourceRules(m.Match)
+	rules := resourceRules(match)
 	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
 		MatchConstraints: &admissionregistrationv1.MatchResources{
 			ResourceRules: rules,
@@ -106,8 +106,8 @@ func NewPolicy(m *ir.Mutation, conds []Condition, muts []Mutation, opts Options)
 		ObjectMeta: *meta.DeepCopy(),
 		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 	}
-	if m.Match.NamespaceSelector != nil {
-		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: m.Match.NamespaceSelector.DeepCopy()}
+	if match.NamespaceSelector != nil {
+		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: match.NamespaceSelector.DeepCopy()}
 	}
 	return &Policy{Policy: p, Binding: b}, nil
 }
@@ -205,4 +205,12 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+func sourcesAnnotation(srcs []ir.Source) string {
+	parts := make([]string, len(srcs))
+	for i, s := range srcs {
+		parts[i] = s.APIVersion + ", Kind=" + s.Kind + ", name=" + s.Name
+	}
+	return strings.Join(parts, "; ")
 }

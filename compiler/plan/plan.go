@@ -1,0 +1,490 @@
+// Package plan decides how mutations become policies so that the API server, which applies
+// separate policies in an arbitrary order, gives Gatekeeper's result in every order.
+//
+// Gatekeeper runs all mutators in one sorted sequence and repeats it until the object stops
+// changing. Mutations whose footprints (what they read, what they write) do not interact commute,
+// so each can be its own policy. Interacting mutations are grouped into one policy whose
+// mutations run in Gatekeeper's order, repeated as many rounds as the group's backward
+// dependencies need to reach Gatekeeper's fixed point; extra rounds are no-ops because every
+// mutation is guarded exactly as Gatekeeper guards it.
+//
+// The analysis is conservative: when unsure whether two mutations interact, it groups them.
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
+// Group is a set of mutations emitted together, in Gatekeeper's order, Rounds times.
+type Group struct {
+	Mutations []*ir.Mutation
+	Rounds    int
+	// Why lists the interactions that joined the group, for explain and comments.
+	Why []string
+}
+
+// Plan groups interacting mutations. ms must be in Gatekeeper's order (sorted by SortKey).
+func Plan(ms []*ir.Mutation) []*Group {
+	n := len(ms)
+	fps := make([]*footprint, n)
+	for i, m := range ms {
+		fps[i] = footprintOf(m)
+	}
+	// feeds[i][j]: j reads what i writes (j must run after i, maybe in a later round).
+	feeds := make([][]bool, n)
+	parent := make([]int, n)
+	for i := range parent {
+		parent[i] = i
+		feeds[i] = make([]bool, n)
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	why := map[int][]string{}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if i == j || !kindsOverlap(ms[i].Match, ms[j].Match) {
+				continue
+			}
+			if reason, read := fps[i].affects(fps[j]); reason != "" {
+				feeds[i][j] = read
+				a, b := find(i), find(j)
+				if a != b {
+					parent[a] = b
+				}
+				if read {
+					why[i] = append(why[i], fmt.Sprintf("%s → %s: %s", ms[i].Source, ms[j].Source, reason))
+				} else {
+					why[i] = append(why[i], fmt.Sprintf("%s, %s: %s (their order decides the result)", ms[i].Source, ms[j].Source, reason))
+				}
+			}
+		}
+	}
+	byRoot := map[int][]int{}
+	var roots []int
+	for i := 0; i < n; i++ {
+		r := find(i)
+		if _, ok := byRoot[r]; !ok {
+			roots = append(roots, r)
+		}
+		byRoot[r] = append(byRoot[r], i)
+	}
+	var out []*Group
+	for _, r := range roots {
+		idx := byRoot[r]
+		g := &Group{Rounds: rounds(idx, feeds)}
+		for _, i := range idx {
+			g.Mutations = append(g.Mutations, ms[i])
+			g.Why = append(g.Why, why[i]...)
+		}
+		sort.Strings(g.Why)
+		out = append(out, g)
+	}
+	return out
+}
+
+// rounds is how many passes over the group (in sorted order) reach Gatekeeper's fixed point.
+// Within one pass a mutation sees the changes of every mutation sorted before it, so a dependency
+// that points forwards costs nothing and one that points backwards costs one more pass. Along a
+// chain the costs add up. A cycle of dependencies (a strongly connected set of s mutations) can
+// re-enable its members in turn, so it is given s more passes — the same kind of bound Gatekeeper
+// itself uses (at most one pass more than there are mutators).
+func rounds(idx []int, feeds [][]bool) int {
+	k := len(idx)
+	comp := scc(idx, feeds)
+	size := map[int]int{}
+	for _, c := range comp {
+		size[c]++
+	}
+	need := make([]int, k) // passes after which mutation idx[a] has seen everything it depends on
+	for a := range need {
+		need[a] = 1
+		if size[comp[a]] > 1 {
+			need[a] += size[comp[a]]
+		}
+	}
+	for iter := 0; iter <= k; iter++ {
+		changed := false
+		for a := 0; a < k; a++ {
+			for b := 0; b < k; b++ {
+				if a == b || comp[a] == comp[b] || !feeds[idx[a]][idx[b]] {
+					continue
+				}
+				p := need[a]
+				if idx[a] > idx[b] { // b runs before a in a pass: it sees a's change a pass later
+					p++
+				}
+				if size[comp[b]] > 1 {
+					p += size[comp[b]]
+				}
+				if p > need[b] {
+					need[b] = p
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	max := 1
+	for _, p := range need {
+		if p > max {
+			max = p
+		}
+	}
+	if max > k+1 {
+		max = k + 1
+	}
+	return max
+}
+
+// scc labels each of idx with its strongly connected component in feeds (Tarjan).
+func scc(idx []int, feeds [][]bool) []int {
+	k := len(idx)
+	index, low, comp := make([]int, k), make([]int, k), make([]int, k)
+	onStack := make([]bool, k)
+	for i := range index {
+		index[i], comp[i] = -1, -1
+	}
+	var stack []int
+	next, ncomp := 0, 0
+	var visit func(a int)
+	visit = func(a int) {
+		index[a], low[a] = next, next
+		next++
+		stack = append(stack, a)
+		onStack[a] = true
+		for b := 0; b < k; b++ {
+			if a == b || !feeds[idx[a]][idx[b]] {
+				continue
+			}
+			if index[b] < 0 {
+				visit(b)
+				low[a] = min(low[a], low[b])
+			} else if onStack[b] {
+				low[a] = min(low[a], index[b])
+			}
+		}
+		if low[a] == index[a] {
+			for {
+				b := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[b] = false
+				comp[b] = ncomp
+				if b == a {
+					break
+				}
+			}
+			ncomp++
+		}
+	}
+	for a := 0; a < k; a++ {
+		if index[a] < 0 {
+			visit(a)
+		}
+	}
+	return comp
+}
+
+// seg is one path segment; list elements keep their key so that different keys stay apart.
+type seg struct {
+	field    string
+	list     bool
+	keyField string
+	keyValue string
+	glob     bool
+}
+
+type path []seg
+
+func (p path) String() string {
+	var b strings.Builder
+	for i, s := range p {
+		switch {
+		case !s.list:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.field)
+		case s.glob:
+			fmt.Fprintf(&b, "[%s: *]", s.keyField)
+		default:
+			fmt.Fprintf(&b, "[%s: %s]", s.keyField, s.keyValue)
+		}
+	}
+	return b.String()
+}
+
+// segCompatible: could a and b name the same node?
+func segCompatible(a, b seg) bool {
+	if a.list != b.list {
+		return false
+	}
+	if !a.list {
+		return a.field == b.field
+	}
+	if a.glob || b.glob || a.keyField != b.keyField {
+		return true
+	}
+	return a.keyValue == b.keyValue
+}
+
+// prefixOf: is a a prefix (or the whole) of a path compatible with b?
+func prefixOf(a, b path) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	for i := range a {
+		if !segCompatible(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// footprint is what a mutation reads and writes.
+type footprint struct {
+	m *ir.Mutation
+	// full is the location.
+	full path
+	// writes: the location (value written), and list elements it may create.
+	writes []path
+	// creates: object fields along the path it may create when missing.
+	creates []path
+	// exists: nodes whose existence decides what it does (pathTests, add-only).
+	exists []path
+	// members: the list steps it selects elements with (the list's path plus the selector).
+	members []path
+	// values: nodes whose value (and everything below) it reads.
+	values []path
+	// keys: the key fields of list elements it compares (list[*].key).
+	keys []path
+	// appends: keyed list elements it may append.
+	appends []path
+	// setValue is the constant it sets, for commuting identical writers.
+	setValue string
+}
+
+func footprintOf(m *ir.Mutation) *footprint {
+	f := &footprint{m: m}
+	for i, st := range m.Path {
+		s := seg{field: st.Field, list: st.List, keyField: st.KeyField, keyValue: st.KeyValue, glob: st.Glob}
+		f.full = append(f.full, s)
+		p := append(path(nil), f.full...)
+		if m.ExistsOK[i] != m.MissingOK[i] {
+			f.exists = append(f.exists, p)
+		}
+		if st.List {
+			list := append(path(nil), f.full[:i]...)
+			f.members = append(f.members, p) // the list and which elements it selects
+			// The key field of every element is read to find matches.
+			f.keys = append(f.keys, append(append(path(nil), list...), seg{list: true, glob: true, keyField: st.KeyField}, seg{field: st.KeyField}))
+			if !st.Glob && m.MissingOK[i] && persists(m, i) {
+				f.appends = append(f.appends, p)
+				if i < len(m.Path)-1 {
+					f.writes = append(f.writes, p) // creates a new element on the way
+				}
+			}
+		} else if m.MissingOK[i] && i < len(m.Path)-1 && persists(m, i) {
+			f.creates = append(f.creates, p)
+		}
+	}
+	f.writes = append(f.writes, f.full)
+	switch op := m.Op.(type) {
+	case ir.MergeSet, ir.PruneSet, ir.RewriteImage:
+		f.values = append(f.values, f.full)
+	case ir.SetValue:
+		if op.FromMetadata == "" {
+			f.setValue = fmt.Sprintf("%#v", op.Value)
+		}
+	}
+	for _, k := range selectorKeys(m.Match) {
+		f.values = append(f.values, path{{field: "metadata"}, {field: "labels"}, {field: k}})
+	}
+	return f
+}
+
+func selectorKeys(m ir.Match) []string {
+	var keys []string
+	if s := m.LabelSelector; s != nil {
+		for k := range s.MatchLabels {
+			keys = append(keys, k)
+		}
+		for _, e := range s.MatchExpressions {
+			keys = append(keys, e.Key)
+		}
+	}
+	if s := m.NamespaceSelector; s != nil {
+		// For Namespace objects Gatekeeper reads the object's own labels.
+		for k := range s.MatchLabels {
+			keys = append(keys, k)
+		}
+		for _, e := range s.MatchExpressions {
+			keys = append(keys, e.Key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// affects says why running f can change what g does ("" when it cannot).
+// affects says why running f can change what g does ("" when it cannot), and whether g reads
+// what f writes (a dependency that may need another round) rather than both writing one place
+// (which only needs the order).
+func (f *footprint) affects(g *footprint) (string, bool) {
+	if r := f.feeds(g); r != "" {
+		return r, true
+	}
+	return f.overwrites(g), false
+}
+
+// feeds says why g reads something f writes.
+func (f *footprint) feeds(g *footprint) string {
+	for _, w := range f.writes {
+		for _, e := range g.exists {
+			// Replacing or creating the tested node or an ancestor (nodes f creates on the way
+			// are in f.writes and f.creates too).
+			if prefixOf(w, e) {
+				return fmt.Sprintf("writes %s, whose existence %s tests", w, g.m.Source)
+			}
+		}
+		for _, sel := range g.members {
+			// Replacing the list (or an ancestor), or adding or replacing an element it selects.
+			l := sel[:len(sel)-1]
+			if prefixOf(w, l) || len(w) == len(sel) && prefixOf(sel, w) && w[len(w)-1].list {
+				return fmt.Sprintf("changes the elements of %s, which %s selects from", l, g.m.Source)
+			}
+		}
+		for _, v := range g.values {
+			if prefixOf(w, v) || prefixOf(v, w) {
+				return fmt.Sprintf("writes %s, which %s reads", w, g.m.Source)
+			}
+		}
+		for _, k := range g.keys {
+			// Changing a key field, or replacing the list; adding elements is a membership change.
+			if len(w) == len(k) && prefixOf(w, k) || len(w) <= len(k)-2 && prefixOf(w, k) {
+				return fmt.Sprintf("writes %s, a key %s compares", w, g.m.Source)
+			}
+		}
+	}
+	for _, c := range f.creates {
+		for _, e := range g.exists {
+			if prefixOf(c, e) && len(c) == len(e) {
+				return fmt.Sprintf("may create %s, whose existence %s tests", c, g.m.Source)
+			}
+		}
+		for _, sel := range g.members {
+			// The new list holds only f's element: it matters to g's selector if that selects it.
+			if l := sel[:len(sel)-1]; prefixOf(c, l) && len(c) == len(l) && len(f.full) > len(c) && segCompatible(sel[len(sel)-1], f.full[len(c)]) {
+				return fmt.Sprintf("may create the list %s, which %s selects from", c, g.m.Source)
+			}
+		}
+		for _, v := range g.values {
+			if prefixOf(v, c) || prefixOf(c, v) && len(v) <= len(f.full) && prefixOf(v, f.full) {
+				return fmt.Sprintf("may create %s, which %s reads", c, g.m.Source)
+			}
+		}
+	}
+	return ""
+}
+
+// overwrites says why f and g write the same place (order decides the result).
+func (f *footprint) overwrites(g *footprint) string {
+	for _, w := range f.writes {
+		for _, w2 := range g.writes {
+			if !prefixOf(w, w2) && !prefixOf(w2, w) {
+				continue
+			}
+			if len(w) == len(w2) && f.setValue != "" && f.setValue == g.setValue && len(w) == len(f.full) && len(w2) == len(g.full) {
+				continue // the same value at the same place: order cannot matter
+			}
+			if len(w) == len(w2) && len(w) < len(f.full) && len(w2) < len(g.full) {
+				continue // both may create the same keyed element on the way: creation merges
+			}
+			return fmt.Sprintf("both write %s", w)
+		}
+	}
+	for _, a := range f.appends {
+		for _, b := range g.appends {
+			if prefixOf(a[:len(a)-1], b[:len(b)-1]) && len(a) == len(b) && !prefixOf(a, b) {
+				return fmt.Sprintf("both append to %s, so the order of the new elements depends on which runs first", a[:len(a)-1])
+			}
+		}
+	}
+	return ""
+}
+
+// kindsOverlap: could one request be matched by both?
+func kindsOverlap(a, b ir.Match) bool {
+	if len(a.Rules) == 0 || len(b.Rules) == 0 {
+		var r []ir.Rule
+		var other ir.Match
+		switch {
+		case len(a.Rules) == 0 && len(b.Rules) == 0:
+			return true
+		case len(a.Rules) == 0:
+			r, other = b.Rules, a
+		default:
+			r, other = a.Rules, b
+		}
+		for _, x := range r {
+			if kindAllowed(other, x.Group, x.Kind) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range a.Rules {
+		for _, y := range b.Rules {
+			if x.Group == y.Group && x.Version == y.Version && x.Kind == y.Kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func kindAllowed(m ir.Match, group, kind string) bool {
+	if len(m.Kinds) == 0 {
+		return true
+	}
+	for _, k := range m.Kinds {
+		km := len(k.Kinds) == 0 || has(k.Kinds, "*") || has(k.Kinds, kind)
+		gm := len(k.Groups) == 0 || has(k.Groups, "*") || has(k.Groups, group)
+		if km && gm {
+			return true
+		}
+	}
+	return false
+}
+
+func has(s []string, x string) bool {
+	for _, e := range s {
+		if e == x {
+			return true
+		}
+	}
+	return false
+}
+
+// persists reports whether Gatekeeper keeps what it creates for a missing element at depth i:
+// only when the rest of the path can be walked on fresh, empty values down to the end (a glob
+// over a new, empty list writes nothing, and a MustExist below stops the walk).
+func persists(m *ir.Mutation, i int) bool {
+	for j := i + 1; j < len(m.Path); j++ {
+		if !m.MissingOK[j] || m.Path[j].List && m.Path[j].Glob {
+			return false
+		}
+	}
+	return true
+}

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/parser"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
@@ -65,7 +67,9 @@ func (e *Env) Print(x Expr) (string, error) {
 	if iss != nil && iss.Err() != nil {
 		return "", fmt.Errorf("internal error: generated CEL does not parse: %v\n%s", iss.Err(), src)
 	}
-	out, err := celgo.AstToString(ast)
+	// Wrap long expressions after && and || so that they read well as YAML block scalars.
+	out, err := parser.Unparse(ast.NativeRep().Expr(), ast.NativeRep().SourceInfo(),
+		parser.WrapOnColumn(100), parser.WrapOnOperators(operators.LogicalAnd, operators.LogicalOr, operators.Conditional))
 	if err != nil {
 		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)
 	}

@@ -81,7 +81,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		}
 		out.Policies = append(out.Policies, p)
 	}
-	sort.SliceStable(out.Problems, func(i, j int) bool { return out.Problems[i].Error() < out.Problems[j].Error() })
+	sort.SliceStable(out.Problems, func(i, j int) bool { return problemLess(out.Problems[i], out.Problems[j]) })
 	sort.SliceStable(out.Policies, func(i, j int) bool { return out.Policies[i].Policy.Name < out.Policies[j].Policy.Name })
 	return out
 }
@@ -286,4 +286,19 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// problemLess orders problems by file, then line, then text.
+func problemLess(a, b error) bool {
+	pa, oka := a.(*gatekeeper.Problem)
+	pb, okb := b.(*gatekeeper.Problem)
+	if oka && okb {
+		if pa.File != pb.File {
+			return pa.File < pb.File
+		}
+		if pa.Line != pb.Line {
+			return pa.Line < pb.Line
+		}
+	}
+	return a.Error() < b.Error()
 }

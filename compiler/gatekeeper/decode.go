@@ -178,13 +178,13 @@ func build(obj any) (types.Mutator, error) {
 func fieldOfError(kind string, err error) string {
 	s := err.Error()
 	switch {
-	case strings.Contains(s, "location"), strings.Contains(s, "keyed list"), strings.Contains(s, "key value"),
-		strings.Contains(s, "can't change metadata"), strings.Contains(s, "globbed"):
-		return "spec.location"
 	case strings.Contains(s, "subpath"), strings.Contains(s, "MustExist"), strings.Contains(s, "path test"):
 		return "spec.parameters.pathTests"
 	case strings.Contains(s, "applyTo"), strings.Contains(s, "apply to"):
 		return "spec.applyTo"
+	case strings.Contains(s, "location"), strings.Contains(s, "keyed list"), strings.Contains(s, "key value"),
+		strings.Contains(s, "can't change metadata"), strings.Contains(s, "globbed"):
+		return "spec.location"
 	case kind == "AssignImage":
 		return "spec.parameters"
 	case strings.Contains(s, "assign"), strings.Contains(s, "value"), strings.Contains(s, "fromMetadata"), strings.Contains(s, "metadata field"):

@@ -191,7 +191,8 @@ func lowerMatch(out *ir.Match, m *match.Match, applyTo []match.MutationApplyTo, 
 			continue
 		}
 		for _, gvk := range a.Flatten() {
-			if !kindOK(gvk.Group, gvk.Kind) {
+			if !kindOK(gvk.Group, gvk.Kind) || strings.Contains(gvk.Group+gvk.Version+gvk.Kind, "*") {
+				// Gatekeeper compares applyTo literally: "*" is not a wildcard there.
 				continue
 			}
 			key := gvk.String() + "/" + strings.Join(ops, ",")
@@ -207,7 +208,7 @@ func lowerMatch(out *ir.Match, m *match.Match, applyTo []match.MutationApplyTo, 
 		return a.Group+"/"+a.Version+"/"+a.Kind+"/"+strings.Join(a.Operations, ",") < b.Group+"/"+b.Version+"/"+b.Kind+"/"+strings.Join(b.Operations, ",")
 	})
 	if len(out.Rules) == 0 {
-		return "no kind in applyTo is also allowed by match.kinds (or no operation is CREATE or UPDATE): Gatekeeper never applies it", nil
+		return "no applyTo entry names a kind that match.kinds also allows with CREATE or UPDATE (Gatekeeper compares applyTo literally: \"*\" matches nothing there), so Gatekeeper never applies it", nil
 	}
 	return "", nil
 }

@@ -1,0 +1,159 @@
+package compiler_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/verify"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// caseConfig is testdata/golden/<case>/config.yaml (optional).
+type caseConfig struct {
+	KubernetesVersion string `json:"kubernetesVersion"`
+}
+
+// TestGolden compiles testdata/golden/<case>/mutators.yaml and compares the output with
+// policies.yaml (or, for refused input, the messages with problems.txt). When the case has
+// objects.yaml, every object is admitted both through Gatekeeper's engine and through the
+// emitted policies (in every order up to 24, else seeded shuffles) and must come out the same.
+func TestGolden(t *testing.T) {
+	dirs, err := filepath.Glob("../testdata/golden/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, dir := range dirs {
+		dir := dir
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var cfg caseConfig
+			if data, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
+				if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cfg.KubernetesVersion == "" {
+				cfg.KubernetesVersion = compiler.DefaultKubernetesVersion
+			}
+			kv, err := compiler.ParseVersion(cfg.KubernetesVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mutFile := filepath.Join(dir, "mutators.yaml")
+			data, err := os.ReadFile(mutFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := source.Parse("mutators.yaml", data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv})
+			var problems []string
+			for _, p := range out.Problems {
+				problems = append(problems, p.Error())
+			}
+			got := strings.Join(problems, "\n")
+			if got != "" {
+				got += "\n"
+			}
+			checkGolden(t, filepath.Join(dir, "problems.txt"), got)
+			notes := strings.Join(out.Notes, "\n")
+			if notes != "" {
+				notes += "\n"
+			}
+			checkGolden(t, filepath.Join(dir, "notes.txt"), notes)
+			stream, err := emit.Stream(out.Policies, emit.APIVersion(kv), emit.YAML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Policies) == 0 {
+				stream = nil
+			}
+			checkGolden(t, filepath.Join(dir, "policies.yaml"), string(stream))
+
+			objData, err := os.ReadFile(filepath.Join(dir, "objects.yaml"))
+			if os.IsNotExist(err) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			objDocs, err := source.Parse("objects.yaml", objData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var muts []*unstructured.Unstructured
+			for _, d := range docs {
+				if gatekeeper.IsMutator(d.Object) {
+					muts = append(muts, d.Object)
+				}
+			}
+			var nss []*corev1.Namespace
+			var cases []verify.Case
+			for _, d := range objDocs {
+				if d.Object.GetKind() == "Namespace" {
+					ns := &corev1.Namespace{}
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, ns); err != nil {
+						t.Fatal(err)
+					}
+					nss = append(nss, ns)
+				}
+				cases = append(cases, verify.Case{Object: d.Object})
+			}
+			if len(problems) > 0 {
+				t.Fatalf("a case with objects.yaml must compile: %s", got)
+			}
+			v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v.Close()
+			var rs []verify.Result
+			for _, c := range cases {
+				r := v.Check(context.Background(), c)
+				rs = append(rs, r)
+				if !r.Pass {
+					t.Errorf("%s", verify.Report([]verify.Result{r}))
+				}
+			}
+			t.Log(verify.Summary(rs))
+		})
+	}
+}
+
+func checkGolden(t *testing.T, file, got string) {
+	t.Helper()
+	want, err := os.ReadFile(file)
+	if *update {
+		if got == "" {
+			_ = os.Remove(file)
+			return
+		}
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if os.IsNotExist(err) {
+		want = nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (run go test ./compiler -run TestGolden -update to accept):\n--- want\n%s\n--- got\n%s", file, want, got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
 )
 
 func defaultVersion() *version.Version {
@@ -283,4 +284,9 @@ func BindAll(sets []admission.PolicySet) []admission.PolicySet {
 		}
 	}
 	return out
+}
+
+// PolicySet is a compiled policy with its binding, as the evaluator takes it.
+func PolicySet(p *emit.Policy) admission.PolicySet {
+	return admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}}
 }

@@ -76,6 +76,15 @@ type Verifier struct {
 
 // New builds both engines.
 func New(mutators []*unstructured.Unstructured, policies []*emit.Policy, opts Options) (*Verifier, error) {
+	sets := make([]admission.PolicySet, 0, len(policies))
+	for _, p := range policies {
+		sets = append(sets, admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}})
+	}
+	return NewSets(mutators, sets, opts)
+}
+
+// NewSets is New for policies given with any number of bindings each (e.g. hand-written MAPs).
+func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, opts Options) (*Verifier, error) {
 	if opts.AllOrdersUpTo == 0 {
 		opts.AllOrdersUpTo = 24
 	}
@@ -94,9 +103,7 @@ func New(mutators []*unstructured.Unstructured, policies []*emit.Policy, opts Op
 	for _, ns := range opts.Namespaces {
 		v.nsByName[ns.Name] = ns
 	}
-	for _, p := range policies {
-		v.sets = append(v.sets, admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}})
-	}
+	v.sets = sets
 	v.orders = Orders(len(v.sets), opts.AllOrdersUpTo, opts.Shuffles, opts.Seed)
 	return v, nil
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mapc-dev/mapc/cel/admission"
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/suite"
+	"github.com/mapc-dev/mapc/verify"
+)
+
+type verifyFlags struct {
+	files       []string
+	namespaces  []string
+	policies    []string
+	idempotence bool
+	output      string
+	kubeVersion string
+	seed        int64
+}
+
+func newVerifyCmd() *cobra.Command {
+	f := &verifyFlags{}
+	c := &cobra.Command{
+		Use:   "verify -f MUTATORS -f OBJECTS [flags]",
+		Short: "Check that the compiled policies mutate objects exactly as Gatekeeper does",
+		Long: `verify compiles the Gatekeeper mutators among the -f documents, then admits every other
+document both ways: through Gatekeeper's own mutation engine, driven as its webhook drives it,
+and through the compiled MutatingAdmissionPolicies run by the API server's own code, in every
+order of the policies (all orders up to 24, else sorted, reversed and seeded shuffles: the API
+server's order is arbitrary). It prints PASS or FAIL per object, with a diff (Gatekeeper's
+result to the policies' result) and the failing policy order, then "N passed, M failed".
+Exit status 1 if any object differs or any mutator is refused.
+
+Documents are told apart by kind: Gatekeeper mutators; objects to admit (everything else);
+Namespace objects are admitted too and give namespaceSelector its labels. Policies among -f
+are ignored: to verify hand-written (or edited) policies against the mutators instead of
+compiling them, give them with --policies.`,
+		Example: `  mapc verify -f examples/gatekeeper -f examples/objects
+  mapc verify -f mutators/ -f testdata/objects --idempotence --output junit > verify.xml
+  mapc verify -f mutators/ -f objects/ --policies deploy/policies`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, f) },
+	}
+	fl := c.Flags()
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "mutators and objects: file, directory or - for stdin; repeatable")
+	fl.StringArrayVar(&f.namespaces, "namespaces", nil, "more Namespace objects, for lookup only (not admitted); repeatable")
+	fl.StringArrayVar(&f.policies, "policies", nil, "verify these MutatingAdmissionPolicies and bindings instead of compiling the mutators; repeatable")
+	fl.BoolVar(&f.idempotence, "idempotence", false, "also admit each result again and fail objects that change again")
+	fl.StringVar(&f.output, "output", "text", "text, json or junit")
+	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version (compilation, and checks of --policies)")
+	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled policy orders tried when there are more than 24 orders")
+	return c
+}
+
+func runVerify(cmd *cobra.Command, f *verifyFlags) error {
+	quietKlog()
+	stderr := cmd.ErrOrStderr()
+	if len(f.files) == 0 {
+		return usageErr("verify needs -f PATH of mutators and objects")
+	}
+	switch f.output {
+	case "text", "json", "junit":
+	default:
+		return usageErr("--output %q: use text, json or junit", f.output)
+	}
+	kv, err := compiler.ParseVersion(f.kubeVersion)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if countStdin(f.files, f.namespaces, f.policies) > 1 {
+		return usageErr("only one of -f, --namespaces, --policies can read standard input")
+	}
+	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	var mutDocs, objDocs []*source.Document
+	for _, d := range docs {
+		obj := d.Object
+		group := obj.GroupVersionKind().Group
+		switch {
+		case gatekeeper.IsMutator(obj):
+			mutDocs = append(mutDocs, d)
+		case group == gatekeeper.Group:
+			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is not a mutator kind mapc knows (%s); ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj), strings.Join(gatekeeper.Kinds, ", "))
+		case strings.HasSuffix(group, ".gatekeeper.sh"):
+			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is Gatekeeper configuration, not a mutator or an object to admit; ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj))
+		case suite.IsPolicy(obj):
+			fmt.Fprintf(stderr, "warning: %s:%d: %s is a policy; to verify policies give them with --policies (ignored)\n", d.File, d.Line, suite.Identity(obj))
+		default:
+			objDocs = append(objDocs, d)
+		}
+	}
+	if len(mutDocs) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("no Gatekeeper mutators in %s", strings.Join(f.files, ", "))}
+	}
+	if len(objDocs) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("no objects to admit in %s", strings.Join(f.files, ", "))}
+	}
+
+	var sets []admission.PolicySet
+	if len(f.policies) > 0 {
+		ps, err := readPolicies(cmd, f.policies, kv)
+		if err != nil {
+			return err
+		}
+		sets = ps.Sets
+	} else {
+		out := compiler.Compile(mutDocs, compiler.Options{KubernetesVersion: kv})
+		for _, n := range out.Notes {
+			if strings.Contains(n, "no policy emitted") {
+				fmt.Fprintln(stderr, "note: "+n)
+			}
+		}
+		if len(out.Problems) > 0 {
+			for _, p := range out.Problems {
+				fmt.Fprintln(stderr, p.Error())
+			}
+			return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; nothing verified", len(out.Problems))}
+		}
+		for _, p := range out.Policies {
+			sets = append(sets, suite.PolicySet(p))
+		}
+	}
+	nss, err := readNamespaces(cmd, f.namespaces, docs)
+	if err != nil {
+		return err
+	}
+	var mutators []*unstructured.Unstructured
+	for _, d := range mutDocs {
+		mutators = append(mutators, d.Object)
+	}
+	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed})
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	defer v.Close()
+	ctx := context.Background()
+	var rs []verify.Result
+	failed := 0
+	for _, d := range objDocs {
+		r := v.Check(ctx, verify.Case{Object: d.Object})
+		if !r.Pass {
+			failed++
+		}
+		rs = append(rs, r)
+	}
+	w := cmd.OutOrStdout()
+	rep := verify.Suite{Name: "mapc verify", Results: rs}
+	switch f.output {
+	case "json":
+		err = verify.WriteJSON(w, rep)
+	case "junit":
+		err = verify.WriteJUnit(w, "mapc verify", rep)
+	default:
+		_, err = fmt.Fprint(w, verify.Report(rs))
+	}
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d object(s) are not mutated as Gatekeeper mutates them", failed, len(rs))}
+	}
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/compiler"
@@ -52,87 +53,103 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mutFile := filepath.Join(dir, "mutators.yaml")
-			data, err := os.ReadFile(mutFile)
-			if err != nil {
-				t.Fatal(err)
+			for _, layout := range []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator} {
+				t.Run(string(layout), func(t *testing.T) { goldenCase(t, dir, kv, layout) })
 			}
-			docs, err := source.Parse("mutators.yaml", data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv})
-			var problems []string
-			for _, p := range out.Problems {
-				problems = append(problems, p.Error())
-			}
-			got := strings.Join(problems, "\n")
-			if got != "" {
-				got += "\n"
-			}
-			checkGolden(t, filepath.Join(dir, "problems.txt"), got)
-			notes := strings.Join(out.Notes, "\n")
-			if notes != "" {
-				notes += "\n"
-			}
-			checkGolden(t, filepath.Join(dir, "notes.txt"), notes)
-			stream, err := emit.Stream(out.Policies, emit.APIVersion(kv), emit.YAML)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out.Policies) == 0 {
-				stream = nil
-			}
-			checkGolden(t, filepath.Join(dir, "policies.yaml"), string(stream))
-
-			objData, err := os.ReadFile(filepath.Join(dir, "objects.yaml"))
-			if os.IsNotExist(err) {
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			objDocs, err := source.Parse("objects.yaml", objData)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var muts []*unstructured.Unstructured
-			for _, d := range docs {
-				if gatekeeper.IsMutator(d.Object) {
-					muts = append(muts, d.Object)
-				}
-			}
-			var nss []*corev1.Namespace
-			var cases []verify.Case
-			for _, d := range objDocs {
-				if d.Object.GetKind() == "Namespace" {
-					ns := &corev1.Namespace{}
-					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, ns); err != nil {
-						t.Fatal(err)
-					}
-					nss = append(nss, ns)
-				}
-				cases = append(cases, verify.Case{Object: d.Object})
-			}
-			if len(problems) > 0 {
-				t.Fatalf("a case with objects.yaml must compile: %s", got)
-			}
-			v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer v.Close()
-			var rs []verify.Result
-			for _, c := range cases {
-				r := v.Check(context.Background(), c)
-				rs = append(rs, r)
-				if !r.Pass {
-					t.Errorf("%s", verify.Report([]verify.Result{r}))
-				}
-			}
-			t.Log(verify.Summary(rs))
 		})
 	}
+}
+
+// goldenCase checks one case in one layout. The fused layout's files are policies.yaml,
+// problems.txt and notes.txt; the per-mutator layout's policies are policies-per-mutator.yaml.
+func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.Layout) {
+	suffix := ""
+	if layout == compiler.LayoutPerMutator {
+		suffix = "-per-mutator"
+	}
+	mutFile := filepath.Join(dir, "mutators.yaml")
+	data, err := os.ReadFile(mutFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := source.Parse("mutators.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, Layout: layout})
+	var problems []string
+	for _, p := range out.Problems {
+		problems = append(problems, p.Error())
+	}
+	got := strings.Join(problems, "\n")
+	if got != "" {
+		got += "\n"
+	}
+	if layout == compiler.LayoutFused {
+		checkGolden(t, filepath.Join(dir, "problems.txt"), got)
+	}
+	notes := strings.Join(out.Notes, "\n")
+	if notes != "" {
+		notes += "\n"
+	}
+	if layout == compiler.LayoutFused {
+		checkGolden(t, filepath.Join(dir, "notes.txt"), notes)
+	}
+	stream, err := emit.Stream(out.Policies, emit.APIVersion(kv), emit.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Policies) == 0 {
+		stream = nil
+	}
+	checkGolden(t, filepath.Join(dir, "policies"+suffix+".yaml"), string(stream))
+
+	objData, err := os.ReadFile(filepath.Join(dir, "objects.yaml"))
+	if os.IsNotExist(err) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	objDocs, err := source.Parse("objects.yaml", objData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var muts []*unstructured.Unstructured
+	for _, d := range docs {
+		if gatekeeper.IsMutator(d.Object) {
+			muts = append(muts, d.Object)
+		}
+	}
+	var nss []*corev1.Namespace
+	var cases []verify.Case
+	for _, d := range objDocs {
+		if d.Object.GetKind() == "Namespace" {
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, ns); err != nil {
+				t.Fatal(err)
+			}
+			nss = append(nss, ns)
+		}
+		cases = append(cases, verify.Case{Object: d.Object})
+	}
+	if len(problems) > 0 {
+		t.Fatalf("a case with objects.yaml must compile: %s", got)
+	}
+	v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var rs []verify.Result
+	for _, c := range cases {
+		r := v.Check(context.Background(), c)
+		rs = append(rs, r)
+		if !r.Pass {
+			t.Errorf("%s", verify.Report([]verify.Result{r}))
+		}
+	}
+	t.Log(verify.Summary(rs))
 }
 
 func checkGolden(t *testing.T, file, got string) {

@@ -15,13 +15,13 @@ import (
 
 // load compiles the mutators under mutPaths and splits the documents under objPaths into
 // namespaces and objects.
-func load(t testing.TB, mutPaths, objPaths []string) (*Verifier, []Case) {
+func load(t testing.TB, mutPaths, objPaths []string, layout compiler.Layout) (*Verifier, []Case) {
 	t.Helper()
 	docs, err := source.ReadPaths(mutPaths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := compiler.Compile(docs, compiler.Options{})
+	out := compiler.Compile(docs, compiler.Options{Layout: layout})
 	for _, p := range out.Problems {
 		t.Fatalf("compile: %v", p)
 	}
@@ -56,14 +56,18 @@ func load(t testing.TB, mutPaths, objPaths []string) (*Verifier, []Case) {
 }
 
 func TestExamplesMatchGatekeeper(t *testing.T) {
-	v, cases := load(t, []string{"../examples/gatekeeper"}, []string{"../examples/objects"})
-	var rs []Result
-	for _, c := range cases {
-		r := v.Check(context.Background(), c)
-		rs = append(rs, r)
-		if !r.Pass {
-			t.Errorf("%s", Report([]Result{r}))
-		}
+	for _, layout := range []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator} {
+		t.Run(string(layout), func(t *testing.T) {
+			v, cases := load(t, []string{"../examples/gatekeeper"}, []string{"../examples/objects"}, layout)
+			var rs []Result
+			for _, c := range cases {
+				r := v.Check(context.Background(), c)
+				rs = append(rs, r)
+				if !r.Pass {
+					t.Errorf("%s", Report([]Result{r}))
+				}
+			}
+			t.Log(Report(rs))
+		})
 	}
-	t.Log(Report(rs))
 }

@@ -23,6 +23,7 @@ type compileFlags struct {
 	crds            []string
 	skipUnsupported bool
 	verbose         bool
+	layout          string
 }
 
 func newCompileCmd() *cobra.Command {
@@ -46,6 +47,7 @@ func newCompileCmd() *cobra.Command {
 	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file with schemas for custom resources; repeatable")
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also say which documents were ignored and why")
+	fl.StringVar(&f.layout, "layout", string(compiler.LayoutFused), "fused (one policy per set of resources, independent mutations fused: fastest) or per-mutator (one policy per mutator or group of interacting mutators: for one-at-a-time rollouts)")
 	return c
 }
 
@@ -72,6 +74,10 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	layout, err := parseLayout(f.layout)
+	if err != nil {
+		return err
+	}
 	if len(f.crds) > 0 {
 		// Custom resources need no schema for JSONPatch mutations, which is all this version emits.
 		for _, c := range f.crds {
@@ -84,7 +90,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, FailurePolicy: fp})
+	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout})
 	if f.verbose {
 		for _, n := range out.Notes {
 			fmt.Fprintln(stderr, "note: "+n)
@@ -134,4 +140,12 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 		return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; the others were written", len(out.Problems))}
 	}
 	return nil
+}
+
+func parseLayout(s string) (compiler.Layout, error) {
+	switch l := compiler.Layout(s); l {
+	case compiler.LayoutFused, compiler.LayoutPerMutator:
+		return l, nil
+	}
+	return "", usageErr("--layout %q: use fused or per-mutator", s)
 }

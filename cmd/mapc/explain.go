@@ -13,7 +13,7 @@ import (
 
 func newExplainCmd() *cobra.Command {
 	var files []string
-	var kubeVersion, output string
+	var kubeVersion, output, layoutFlag string
 	c := &cobra.Command{
 		Use:   "explain -f PATH [-f PATH]...",
 		Short: "Show the plan: which mutators share a policy, why, in what order and how many rounds",
@@ -26,11 +26,15 @@ func newExplainCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			layout, err := parseLayout(layoutFlag)
+			if err != nil {
+				return err
+			}
 			docs, err := source.ReadPaths(files, cmd.InOrStdin())
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv})
+			out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, Layout: layout})
 			for _, p := range out.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), p.Error())
 			}
@@ -54,6 +58,7 @@ func newExplainCmd() *cobra.Command {
 	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - for stdin; repeatable")
 	c.Flags().StringVar(&kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version")
 	c.Flags().StringVar(&output, "output", "text", "text or json")
+	c.Flags().StringVar(&layoutFlag, "layout", string(compiler.LayoutFused), "fused or per-mutator")
 	return c
 }
 

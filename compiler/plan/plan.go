@@ -23,6 +23,9 @@ import (
 type Group struct {
 	Mutations []*ir.Mutation
 	Rounds    int
+	// Runs[i] is how many of the rounds Mutations[i] takes part in (the first Runs[i]): after
+	// that, nothing it depends on can change any more, so running it again changes nothing.
+	Runs []int
 	// Why lists the interactions that joined the group, for explain and comments.
 	Why []string
 }
@@ -35,11 +38,14 @@ func Plan(ms []*ir.Mutation) []*Group {
 		fps[i] = footprintOf(m)
 	}
 	// feeds[i][j]: j reads what i writes (j must run after i, maybe in a later round).
+	// ordered[i][j]: both write one place, so their order decides the result.
 	feeds := make([][]bool, n)
+	ordered := make([][]bool, n)
 	parent := make([]int, n)
 	for i := range parent {
 		parent[i] = i
 		feeds[i] = make([]bool, n)
+		ordered[i] = make([]bool, n)
 	}
 	var find func(int) int
 	find = func(i int) int {
@@ -57,6 +63,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 			}
 			if reason, read := fps[i].affects(fps[j]); reason != "" {
 				feeds[i][j] = read
+				ordered[i][j] = !read
 				a, b := find(i), find(j)
 				if a != b {
 					parent[a] = b
@@ -81,7 +88,8 @@ func Plan(ms []*ir.Mutation) []*Group {
 	var out []*Group
 	for _, r := range roots {
 		idx := byRoot[r]
-		g := &Group{Rounds: rounds(idx, feeds)}
+		g := &Group{}
+		g.Rounds, g.Runs = rounds(idx, feeds, ordered)
 		for _, i := range idx {
 			g.Mutations = append(g.Mutations, ms[i])
 			g.Why = append(g.Why, why[i]...)
@@ -92,60 +100,70 @@ func Plan(ms []*ir.Mutation) []*Group {
 	return out
 }
 
-// rounds is how many passes over the group (in sorted order) reach Gatekeeper's fixed point.
-// Within one pass a mutation sees the changes of every mutation sorted before it, so a dependency
-// that points forwards costs nothing and one that points backwards costs one more pass. Along a
-// chain the costs add up. A cycle of dependencies (a strongly connected set of s mutations) can
-// re-enable its members in turn, so it is given s more passes — the same kind of bound Gatekeeper
-// itself uses (at most one pass more than there are mutators).
-func rounds(idx []int, feeds [][]bool) int {
+// rounds simulates which mutations of a group can change anything in each of Gatekeeper's
+// passes (every mutation is active in the first), and returns how many passes the group needs
+// and, per mutation, the last pass in which it can change anything.
+//
+// In pass r a mutation is active when something it reads was changed after it ran: by a
+// mutation sorted after it in pass r-1, or sorted before it in pass r. A mutation that writes
+// where an earlier-sorted active mutation writes is active too, so that it still has the last
+// word, as in Gatekeeper. Dependencies inside a cycle (a strongly connected set of s mutations)
+// keep each other active for s passes, an assumption of convergence of the same kind as
+// Gatekeeper's own bound (it gives up after one pass more than there are mutators); extra passes
+// are harmless since a mutation whose inputs did not change changes nothing.
+func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
 	k := len(idx)
 	comp := scc(idx, feeds)
 	size := map[int]int{}
 	for _, c := range comp {
 		size[c]++
 	}
-	need := make([]int, k) // passes after which mutation idx[a] has seen everything it depends on
-	for a := range need {
-		need[a] = 1
-		if size[comp[a]] > 1 {
-			need[a] += size[comp[a]]
-		}
+	// chg: may end the pass with a different output than it had at the end of the pass before.
+	// run: must run in the pass (it changes, or it must have the last word after a writer of the
+	// same place that changes; then it writes what it wrote before).
+	last := make([]int, k)
+	prev := make([]bool, k)
+	for a := range prev {
+		prev[a], last[a] = true, 1
 	}
-	for iter := 0; iter <= k; iter++ {
-		changed := false
-		for a := 0; a < k; a++ {
-			for b := 0; b < k; b++ {
-				if a == b || comp[a] == comp[b] || !feeds[idx[a]][idx[b]] {
+	passes := 1
+	for r := 2; r <= k+1; r++ {
+		chg := make([]bool, k)
+		run := make([]bool, k)
+		anyChg := false
+		for b := 0; b < k; b++ { // idx is in Gatekeeper's order
+			for a := 0; a < k; a++ {
+				if a == b || !feeds[idx[a]][idx[b]] {
 					continue
 				}
-				p := need[a]
-				if idx[a] > idx[b] { // b runs before a in a pass: it sees a's change a pass later
-					p++
+				if comp[a] == comp[b] && size[comp[a]] > 1 && r > 1+size[comp[a]] {
+					continue
 				}
-				if size[comp[b]] > 1 {
-					p += size[comp[b]]
-				}
-				if p > need[b] {
-					need[b] = p
-					changed = true
+				if a > b && prev[a] || a < b && chg[a] {
+					chg[b] = true
+					break
 				}
 			}
+			run[b] = chg[b]
+			for a := 0; a < b && !run[b]; a++ {
+				if (ordered[idx[a]][idx[b]] || ordered[idx[b]][idx[a]]) && run[a] {
+					run[b] = true
+				}
+			}
+			anyChg = anyChg || chg[b]
 		}
-		if !changed {
+		if !anyChg {
 			break
 		}
-	}
-	max := 1
-	for _, p := range need {
-		if p > max {
-			max = p
+		for b := range run {
+			if run[b] {
+				last[b] = r
+			}
 		}
+		passes = r
+		prev = chg
 	}
-	if max > k+1 {
-		max = k + 1
-	}
-	return max
+	return passes, last
 }
 
 // scc labels each of idx with its strongly connected component in feeds (Tarjan).
@@ -483,6 +501,38 @@ func has(s []string, x string) bool {
 func persists(m *ir.Mutation, i int) bool {
 	for j := i + 1; j < len(m.Path); j++ {
 		if !m.MissingOK[j] || m.Path[j].List && m.Path[j].Glob {
+			return false
+		}
+	}
+	return true
+}
+
+// Fusable reports whether a and b can be computed from the same object and their patches
+// applied together: neither reads or overwrites what the other writes, and they create no node
+// on the part of their paths they share (two "add" operations creating one parent would
+// overwrite each other).
+func Fusable(a, b *ir.Mutation) bool {
+	if !kindsOverlap(a.Match, b.Match) {
+		return true
+	}
+	fa, fb := footprintOf(a), footprintOf(b)
+	if r, _ := fa.affects(fb); r != "" {
+		return false
+	}
+	if r, _ := fb.affects(fa); r != "" {
+		return false
+	}
+	shared := 0
+	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
+		shared++
+	}
+	for _, f := range []*footprint{fa, fb} {
+		for _, c := range append(append([]path(nil), f.creates...), f.appends...) {
+			if len(c) <= shared {
+				return false
+			}
+		}
+		if len(f.full) <= shared {
 			return false
 		}
 	}

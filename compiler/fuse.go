@@ -1,0 +1,224 @@
+package compiler
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/emit"
+)
+
+type mutationError struct {
+	m   *ir.Mutation
+	err error
+}
+
+// step is one run of one mutation in a fused policy's sequence.
+type step struct {
+	m     *ir.Mutation
+	ops   cel.Expr // guarded list(JSONPatch)
+	round int
+}
+
+// compileFused emits one policy per set of resources (groups whose rules are the same), with
+// every mutation guarded by its complete match. The sequence is, round by round, each group's
+// mutations in Gatekeeper's order (groups never interact with each other, so their relative
+// order is free); consecutive steps that cannot affect each other are fused into one JSONPatch
+// expression, whose operations are all computed from the same object.
+func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, *mutationError) {
+	pr := printer{env}
+	type bucket struct {
+		key    string
+		match  ir.Match
+		groups []int
+	}
+	buckets := map[string]*bucket{}
+	var keys []string
+	for gi, g := range groups {
+		m := unionMatch(g.Mutations)
+		k := rulesKey(m)
+		b, ok := buckets[k]
+		if !ok {
+			b = &bucket{key: k, match: m}
+			buckets[k] = b
+			keys = append(keys, k)
+		}
+		b.groups = append(b.groups, gi)
+	}
+	sort.Strings(keys)
+	policyOf := make([]*emit.Policy, len(groups))
+	var policies []*emit.Policy
+	for _, k := range keys {
+		b := buckets[k]
+		var seq []step
+		var srcs []ir.Source
+		guarded := map[*ir.Mutation]cel.Expr{}
+		rounds := 0
+		for _, gi := range b.groups {
+			g := groups[gi]
+			rounds = max(rounds, g.Rounds)
+			for _, m := range g.Mutations {
+				srcs = append(srcs, m.Source)
+				guard, err := fullGuard(m)
+				if err != nil {
+					return nil, nil, &mutationError{m, err}
+				}
+				ops, err := cel.JSONPatch(m, env.Features())
+				if err != nil {
+					return nil, nil, &mutationError{m, err}
+				}
+				guarded[m] = cel.Guarded(guard, ops)
+			}
+		}
+		for r := 0; r < rounds; r++ {
+			for _, gi := range b.groups {
+				g := groups[gi]
+				for i, m := range g.Mutations {
+					if g.Runs[i] > r {
+						seq = append(seq, step{m: m, ops: guarded[m], round: r})
+					}
+				}
+			}
+		}
+		// Fuse runs of consecutive, pairwise independent steps.
+		var muts []emit.Mutation
+		for i := 0; i < len(seq); {
+			batch := []step{seq[i]}
+			j := i + 1
+			for ; j < len(seq); j++ {
+				ok := true
+				for _, s := range batch {
+					if !plan.Fusable(s.m, seq[j].m) {
+						ok = false
+						break
+					}
+				}
+				if !ok {
+					break
+				}
+				batch = append(batch, seq[j])
+			}
+			var e cel.Expr
+			for _, s := range batch {
+				if e == nil {
+					e = s.ops
+				} else {
+					e = cel.Bin("+", e, s.ops)
+				}
+			}
+			text, err := pr.jsonPatch(e)
+			if err != nil {
+				return nil, nil, &mutationError{batch[0].m, err}
+			}
+			muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: text})
+			i = j
+		}
+		sort.Slice(srcs, func(i, j int) bool { return srcs[i].Kind+"/"+srcs[i].Name < srcs[j].Kind+"/"+srcs[j].Name })
+		p, err := emit.NewPolicy(fusedName(b.match), srcs, b.match, nil, muts, emit.Options{FailurePolicy: opts.FailurePolicy})
+		if err != nil {
+			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
+		}
+		for _, gi := range b.groups {
+			policyOf[gi] = p
+		}
+		policies = append(policies, p)
+	}
+	return policies, policyOf, nil
+}
+
+// unionMatch is the request-level match of a policy holding ms: the union of their rules (every
+// kind if one of them has none), and the namespace selector only when all share it.
+func unionMatch(ms []*ir.Mutation) ir.Match {
+	var u ir.Match
+	all := false
+	for _, m := range ms {
+		if len(m.Match.Rules) == 0 {
+			all = true
+			u.Operations = mergeOps(u.Operations, m.Match.Operations)
+		}
+	}
+	if all {
+		for _, m := range ms {
+			for _, r := range m.Match.Rules {
+				u.Operations = mergeOps(u.Operations, r.Operations)
+			}
+		}
+	} else {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			for _, r := range m.Match.Rules {
+				k := fmt.Sprintf("%s/%s/%s/%v", r.Group, r.Version, r.Kind, r.Operations)
+				if !seen[k] {
+					seen[k] = true
+					u.Rules = append(u.Rules, r)
+				}
+			}
+		}
+		sort.Slice(u.Rules, func(i, j int) bool {
+			a, b := u.Rules[i], u.Rules[j]
+			return fmt.Sprintf("%s/%s/%s/%v", a.Group, a.Version, a.Kind, a.Operations) < fmt.Sprintf("%s/%s/%s/%v", b.Group, b.Version, b.Kind, b.Operations)
+		})
+	}
+	return u
+}
+
+func rulesKey(m ir.Match) string {
+	if len(m.Rules) == 0 {
+		return "*"
+	}
+	var parts []string
+	for _, r := range m.Rules {
+		parts = append(parts, fmt.Sprintf("%s/%s/%s", r.Group, r.Version, r.Kind))
+	}
+	sort.Strings(parts)
+	return strings.Join(dedupe(parts), ",")
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// fusedName names a fused policy after the resources it applies to: gatekeeper-pods,
+// gatekeeper-apps-deployments, gatekeeper-all-resources; several resources are joined, and a
+// long name is cut and suffixed with a hash of the whole.
+func fusedName(m ir.Match) string {
+	if len(m.Rules) == 0 {
+		return "gatekeeper-all-resources"
+	}
+	var parts []string
+	for _, r := range m.Rules {
+		res, ok := emit.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
+		if !ok {
+			res = strings.ToLower(r.Kind)
+		}
+		name := res
+		if r.Group != "" {
+			name = strings.ReplaceAll(r.Group, ".", "-") + "-" + res
+		}
+		if r.Version != "v1" {
+			name += "-" + r.Version
+		}
+		parts = append(parts, name)
+	}
+	sort.Strings(parts)
+	name := "gatekeeper-" + strings.Join(dedupe(parts), "-")
+	if len(name) > 100 {
+		sum := sha256.Sum256([]byte(name))
+		name = name[:90] + "-" + hex.EncodeToString(sum[:])[:8]
+	}
+	return name
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/mapc-dev/mapc/cel"
@@ -28,6 +29,12 @@ type Options struct {
 	FailurePolicy     admissionregistrationv1.FailurePolicyType
 	// Layout is LayoutFused (default) or LayoutPerMutator.
 	Layout Layout
+	// CRDs give the resource names of custom resources.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+}
+
+func (o Options) emitOptions() emit.Options {
+	return emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs)}
 }
 
 // Layout says how mutations are spread over policies.
@@ -148,7 +155,7 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 		conds = append(conds, emit.Condition{Name: name, Expression: s})
 		return nil
 	}
-	if len(m.Match.Rules) == 0 || emit.NeedsKindCondition(m.Match) {
+	if len(m.Match.Rules) == 0 || emit.NeedsKindCondition(m.Match, emit.NewResources(opts.CRDs)) {
 		if err := addCond("kinds", kindsGuard(m.Match)); err != nil {
 			return nil, err
 		}
@@ -176,7 +183,7 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 		return nil, err
 	}
 	return emit.NewPolicy(emit.Name(m.Source), []ir.Source{m.Source}, m.Match, conds,
-		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s}}, emit.Options{FailurePolicy: opts.FailurePolicy})
+		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s}}, opts.emitOptions())
 }
 
 // compileGroup emits one policy for interacting mutations: their mutations in Gatekeeper's order,
@@ -224,7 +231,7 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 			}
 		}
 	}
-	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, nil, muts, emit.Options{FailurePolicy: opts.FailurePolicy})
+	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, nil, muts, opts.emitOptions())
 }
 
 // fullGuard is every match clause of m as one CEL condition, for use inside a grouped policy.

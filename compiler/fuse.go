@@ -122,7 +122,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			i = j
 		}
 		sort.Slice(srcs, func(i, j int) bool { return srcs[i].Kind+"/"+srcs[i].Name < srcs[j].Kind+"/"+srcs[j].Name })
-		p, err := emit.NewPolicy(fusedName(b.match), srcs, b.match, nil, muts, emit.Options{FailurePolicy: opts.FailurePolicy})
+		p, err := emit.NewPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, nil, muts, opts.emitOptions())
 		if err != nil {
 			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}
@@ -195,13 +195,13 @@ func dedupe(s []string) []string {
 // fusedName names a fused policy after the resources it applies to: gatekeeper-pods,
 // gatekeeper-apps-deployments, gatekeeper-all-resources; several resources are joined, and a
 // long name is cut and suffixed with a hash of the whole.
-func fusedName(m ir.Match) string {
+func fusedName(m ir.Match, resources *emit.Resources) string {
 	if len(m.Rules) == 0 {
 		return "gatekeeper-all-resources"
 	}
 	var parts []string
 	for _, r := range m.Rules {
-		res, ok := emit.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
+		res, ok := resources.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
 		if !ok {
 			res = strings.ToLower(r.Kind)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,35 @@ const (
 // Options are the choices that shape the emitted objects.
 type Options struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType
+	// Resources names the resources of kinds (built-in ones, and custom resources from CRDs).
+	Resources *Resources
+}
+
+// Resources maps kinds to their plural resource names: built-in kinds from the Kubernetes client
+// libraries, custom resources from their CustomResourceDefinitions.
+type Resources struct {
+	custom map[schema.GroupVersionKind]string
+}
+
+// NewResources knows the built-in kinds and the kinds of crds.
+func NewResources(crds []*apiextensionsv1.CustomResourceDefinition) *Resources {
+	r := &Resources{custom: map[schema.GroupVersionKind]string{}}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			r.custom[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = crd.Spec.Names.Plural
+		}
+	}
+	return r
+}
+
+// Resource is the plural resource of a kind, if known.
+func (r *Resources) Resource(gvk schema.GroupVersionKind) (string, bool) {
+	if r != nil {
+		if p, ok := r.custom[gvk]; ok {
+			return p, true
+		}
+	}
+	return builtinResource(gvk)
 }
 
 // Policy is one emitted MAP with its binding.
@@ -74,7 +104,7 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 	}
 	never := admissionregistrationv1.NeverReinvocationPolicy
 	exact := admissionregistrationv1.Exact
-	rules := resourceRules(match)
+	rules := resourceRules(match, opts.Resources)
 	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
 		MatchConstraints: &admissionregistrationv1.MatchResources{
 			ResourceRules: rules,
@@ -115,7 +145,7 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 // resourceRules expresses the kinds and operations a mutation applies to. Kinds the client
 // libraries know become their resources; other kinds (custom resources) match every resource of
 // their group and version, and the kind itself is checked by a match condition (KindCondition).
-func resourceRules(m ir.Match) []admissionregistrationv1.NamedRuleWithOperations {
+func resourceRules(m ir.Match, resources *Resources) []admissionregistrationv1.NamedRuleWithOperations {
 	scope := admissionregistrationv1.AllScopes
 	switch m.Scope {
 	case "Namespaced":
@@ -135,7 +165,7 @@ func resourceRules(m ir.Match) []admissionregistrationv1.NamedRuleWithOperations
 	type key struct{ ops, group, version string }
 	byKey := map[key][]string{}
 	for _, r := range m.Rules {
-		res, ok := Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
+		res, ok := resources.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
 		if !ok {
 			res = "*"
 		}
@@ -172,9 +202,9 @@ func resourceRules(m ir.Match) []admissionregistrationv1.NamedRuleWithOperations
 
 // NeedsKindCondition reports whether some rule had to match all resources of a group/version, so
 // that the kinds must be checked by a match condition.
-func NeedsKindCondition(m ir.Match) bool {
+func NeedsKindCondition(m ir.Match, resources *Resources) bool {
 	for _, r := range m.Rules {
-		if _, ok := Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}); !ok {
+		if _, ok := resources.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}); !ok {
 			return true
 		}
 	}
@@ -189,8 +219,8 @@ func ops(o []string) []admissionregistrationv1.OperationType {
 	return out
 }
 
-// Resource is the plural resource of a kind the Kubernetes client libraries know.
-func Resource(gvk schema.GroupVersionKind) (string, bool) {
+// builtinResource is the plural resource of a kind the Kubernetes client libraries know.
+func builtinResource(gvk schema.GroupVersionKind) (string, bool) {
 	if !clientgoscheme.Scheme.Recognizes(gvk) || strings.HasSuffix(gvk.Kind, "List") && gvk.Kind != "List" && clientgoscheme.Scheme.Recognizes(gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))) {
 		return "", false
 	}

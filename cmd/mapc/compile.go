@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/source"
@@ -44,7 +44,7 @@ func newCompileCmd() *cobra.Command {
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version: 1.36+ emits admissionregistration.k8s.io/v1, 1.34-1.35 v1beta1, 1.32-1.33 v1alpha1")
 	fl.StringVar(&f.output, "output", "yaml", "yaml or json")
 	fl.StringVar(&f.failurePolicy, "failure-policy", "Ignore", "Ignore (Gatekeeper's default: on error the object is admitted unmutated) or Fail")
-	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file with schemas for custom resources; repeatable")
+	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file or directory, so that policies name custom resources by their plural (otherwise they match all resources of the group/version and check the kind in CEL); repeatable")
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also say which documents were ignored and why")
 	fl.StringVar(&f.layout, "layout", string(compiler.LayoutFused), "fused (one policy per set of resources, independent mutations fused: fastest) or per-mutator (one policy per mutator or group of interacting mutators: for one-at-a-time rollouts)")
@@ -78,19 +78,24 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err != nil {
 		return err
 	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
 	if len(f.crds) > 0 {
-		// Custom resources need no schema for JSONPatch mutations, which is all this version emits.
-		for _, c := range f.crds {
-			if _, err := os.Stat(c); err != nil {
-				return usageErr("--crd %s: %v", c, err)
-			}
+		crdDocs, err := source.ReadPaths(f.crds, nil)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		if crds, err = compiler.CRDs(crdDocs); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		if len(crds) == 0 {
+			return &exitError{code: 1, err: fmt.Errorf("--crd %s: no CustomResourceDefinition found", strings.Join(f.crds, ", "))}
 		}
 	}
 	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout})
+	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout, CRDs: crds})
 	if f.verbose {
 		for _, n := range out.Notes {
 			fmt.Fprintln(stderr, "note: "+n)

@@ -203,3 +203,44 @@ func TestCompileVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestCompileCRDNamesCustomResources(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "m.yaml", `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata:
+  name: widget-size
+spec:
+  applyTo: [{groups: [example.com], kinds: [Widget], versions: [v1]}]
+  location: spec.size
+  parameters:
+    assign:
+      value: large
+`)
+	crd := writeFile(t, dir, "crd.yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`)
+	_, without, _ := runCLI(t, "", "compile", "-f", in)
+	if !strings.Contains(without, "- '*'") || !strings.Contains(without, `request.kind.kind in ["Widget"]`) {
+		t.Errorf("without --crd the kind must be checked in CEL:\n%s", without)
+	}
+	code, with, errs := runCLI(t, "", "compile", "-f", in, "--crd", crd)
+	if code != 0 || !strings.Contains(with, "- widgets\n") || strings.Contains(with, "request.kind.kind") {
+		t.Errorf("with --crd: exit %d %s\n%s", code, errs, with)
+	}
+	if code, _, errs := runCLI(t, "", "compile", "-f", in, "--crd", in); code != 1 || !strings.Contains(errs, "no CustomResourceDefinition") {
+		t.Errorf("--crd without a CRD: exit %d %s", code, errs)
+	}
+}

@@ -22,6 +22,6 @@ object exactly as Gatekeeper's engine does, or refuses, saying why.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see 'mapc %s --help')", err, c.Name())
 	})
-	root.AddCommand(newCompileCmd(), newExplainCmd(), newEvalCmd(), newVerifyCmd())
+	root.AddCommand(newCompileCmd(), newExplainCmd(), newEvalCmd(), newVerifyCmd(), newTestCmd())
 	return root
 }

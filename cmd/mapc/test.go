@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mapc-dev/mapc/suite"
+	"github.com/mapc-dev/mapc/verify"
+)
+
+func newTestCmd() *cobra.Command {
+	var output string
+	c := &cobra.Command{
+		Use:   "test SUITE... [--output text|json|junit]",
+		Short: "Run test suites: admit objects through the policies and compare with the expected objects",
+		Long: `test runs suite files: each lists sources (Gatekeeper mutators, which are compiled, or ready
+MutatingAdmissionPolicy files), namespaces and cases (an object, the operation, and the expected
+object or error). Every case is admitted through the API server's own MutatingAdmissionPolicy
+code, in every order of the policies, and compared with what is expected. It prints PASS or FAIL
+per case (with a diff, expected to got, and the failing policy order), then "N passed, M failed".
+Exit status 1 if any case fails or a suite cannot run.
+
+A SUITE is a file, or a directory searched for suite files. Three formats are read (see
+docs/suites.md): mapc's own (apiVersion: mapc.dev/v1alpha1, kind: Test), kaptest manifests
+(mapTestSuites, expectObject) and kyverno-test.yaml (results with patchedResources), as far as
+they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP.`,
+		Example: `  mapc test testdata/suites
+  mapc test policies.test.yaml --output junit > report.xml`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			quietKlog()
+			if len(args) == 0 {
+				return usageErr("test needs at least one SUITE file or directory")
+			}
+			switch output {
+			case "text", "json", "junit":
+			default:
+				return usageErr("--output %q: use text, json or junit", output)
+			}
+			paths, err := suite.Find(args)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			w := cmd.OutOrStdout()
+			var reports []verify.Suite
+			passed, failed, skipped := 0, 0, 0
+			ctx := context.Background()
+			for _, p := range paths {
+				s, err := suite.Load(p)
+				if err != nil {
+					failed++
+					if output == "text" {
+						fmt.Fprintf(w, "=== %s\nFAIL %s: the suite cannot be read:\n  %v\n", p, p, err)
+					}
+					reports = append(reports, verify.Suite{Name: p, Results: []verify.Result{{Case: "read", Reason: "the suite cannot be read: " + err.Error()}}})
+					continue
+				}
+				o := suite.Run(ctx, s)
+				if output == "text" {
+					suite.WriteText(w, o)
+				}
+				passed += o.Passed()
+				failed += o.Failed()
+				skipped += len(s.Skipped)
+				reports = append(reports, o.Report())
+			}
+			switch output {
+			case "json":
+				err = verify.WriteJSON(w, reports...)
+			case "junit":
+				err = verify.WriteJUnit(w, "mapc test", reports...)
+			default:
+				summary := fmt.Sprintf("%d passed, %d failed", passed, failed)
+				if skipped > 0 {
+					summary += fmt.Sprintf(", %d skipped", skipped)
+				}
+				_, err = fmt.Fprintln(w, summary)
+			}
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			if failed > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d case(s) failed", failed)}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&output, "output", "text", "text, json or junit")
+	return c
+}

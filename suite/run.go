@@ -1,0 +1,346 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/cel/admission"
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/verify"
+)
+
+// Outcome is what running a suite gave.
+type Outcome struct {
+	Suite   *Suite
+	Results []verify.Result
+	// Warnings are about the policies (see Policies.Warnings) and the compilation.
+	Warnings []string
+	// Err says why the suite could not run at all (a mutator refused, a policy the API server
+	// would reject, ...); then no case ran.
+	Err error
+}
+
+// Passed and Failed count the results; a suite that could not run counts as one failure.
+func (o *Outcome) Passed() int {
+	n := 0
+	for _, r := range o.Results {
+		if r.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// Failed counts failed cases, or 1 for a suite that could not run.
+func (o *Outcome) Failed() int {
+	if o.Err != nil {
+		return 1
+	}
+	return len(o.Results) - o.Passed()
+}
+
+// Report is the outcome as a verify.Suite, for the JSON and JUnit reports.
+func (o *Outcome) Report() verify.Suite {
+	vs := verify.Suite{Name: o.Suite.Name + " (" + o.Suite.File + ")", Results: o.Results, Skipped: o.Suite.Skipped}
+	if o.Err != nil {
+		vs.Results = []verify.Result{{Case: "setup", Reason: "the suite cannot run: " + o.Err.Error()}}
+	}
+	return vs
+}
+
+// Run compiles the suite's mutators, reads its policies and admits every case through the API
+// server's MutatingAdmissionPolicy code (package cel/admission), in every order of the policies
+// the case uses (all orders up to 24, else sorted, reversed and seeded shuffles: the API server's
+// order is arbitrary, so an expectation must hold in all of them).
+func Run(ctx context.Context, s *Suite) *Outcome {
+	o := &Outcome{Suite: s}
+	sets, err := o.policies()
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	ev, err := admission.New(admission.Options{Namespaces: s.Namespaces, CRDs: s.CRDs})
+	if err != nil {
+		o.Err = err
+		return o
+	}
+	defer ev.Close()
+	for _, c := range s.Cases {
+		o.Results = append(o.Results, runCase(ctx, ev, s, c, sets))
+	}
+	return o
+}
+
+// policies compiles the mutators and reads the ready policies, sorted by name.
+func (o *Outcome) policies() ([]admission.PolicySet, error) {
+	s := o.Suite
+	var sets []admission.PolicySet
+	var problems []string
+	if len(s.Mutators) > 0 {
+		out := compiler.Compile(s.Mutators, compiler.Options{KubernetesVersion: s.KubernetesVersion})
+		for _, p := range out.Problems {
+			problems = append(problems, p.Error())
+		}
+		for _, n := range out.Notes {
+			if strings.Contains(n, "no policy emitted") {
+				o.Warnings = append(o.Warnings, "note: "+n)
+			}
+		}
+		for _, p := range out.Policies {
+			sets = append(sets, PolicySet(p))
+		}
+	}
+	if len(s.Policies) > 0 {
+		ps := ReadPolicies(s.Policies, s.KubernetesVersion)
+		for _, w := range ps.Warnings {
+			if s.BindUnbound && strings.HasSuffix(w, "it never runs") {
+				continue // such policies are bound to everything below
+			}
+			o.Warnings = append(o.Warnings, "warning: "+w)
+		}
+		for _, p := range ps.Problems {
+			problems = append(problems, p.Error())
+		}
+		sets = append(sets, ps.Sets...)
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	sort.SliceStable(sets, func(i, j int) bool { return sets[i].Policy.Name < sets[j].Policy.Name })
+	for i := 1; i < len(sets); i++ {
+		if sets[i].Policy.Name == sets[i-1].Policy.Name {
+			return nil, fmt.Errorf("two policies are named %s (a compiled mutator and a ready policy?)", sets[i].Policy.Name)
+		}
+	}
+	if s.BindUnbound {
+		sets = BindAll(sets)
+	}
+	return sets, nil
+}
+
+// selectSets picks the policies and bindings a case runs with.
+func selectSets(c *Case, all []admission.PolicySet) ([]admission.PolicySet, error) {
+	sel := all
+	if c.Policies != nil {
+		sel = nil
+		for _, name := range c.Policies {
+			found := false
+			for _, s := range all {
+				if s.Policy.Name == name {
+					sel = append(sel, s)
+					found = true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("no policy is named %q", name)
+			}
+		}
+	}
+	switch {
+	case c.Binding != "":
+		out := make([]admission.PolicySet, len(sel))
+		for i, s := range sel {
+			out[i] = admission.PolicySet{Policy: s.Policy}
+			for _, b := range s.Bindings {
+				if b.Name == c.Binding {
+					out[i].Bindings = []*admissionregistrationv1.MutatingAdmissionPolicyBinding{b}
+				}
+			}
+			if len(out[i].Bindings) == 0 {
+				return nil, fmt.Errorf("no binding of policy %s is named %q", s.Policy.Name, c.Binding)
+			}
+		}
+		sel = out
+	case c.OwnBinding:
+		out := make([]admission.PolicySet, len(sel))
+		for i, s := range sel {
+			out[i] = admission.PolicySet{Policy: s.Policy}
+		}
+		sel = BindAll(out)
+	}
+	return sel, nil
+}
+
+func runCase(ctx context.Context, ev *admission.Evaluator, s *Suite, c *Case, all []admission.PolicySet) verify.Result {
+	res := verify.Result{Case: c.Name}
+	sets, err := selectSets(c, all)
+	if err != nil {
+		res.Reason = err.Error()
+		return res
+	}
+	in, err := verify.Normalize(c.Object)
+	if err != nil {
+		res.Reason = "the object is not valid: " + err.Error()
+		return res
+	}
+	req := admission.Request{Object: in, OldObject: c.OldObject, Operation: c.Operation, UserName: c.User}
+	if req.Operation == "" {
+		req.Operation = admissionv1.Create
+	}
+	// The object as the API server sees it before any policy (decoded, in its namespace).
+	base, err := ev.Admit(ctx, nil, req)
+	if err == nil {
+		base, err = verify.Normalize(base)
+	}
+	if err != nil {
+		res.Reason = "the object cannot be admitted: " + err.Error()
+		return res
+	}
+	var want *unstructured.Unstructured
+	switch {
+	case c.Expect != nil:
+		if want, err = verify.Normalize(c.Expect); err != nil {
+			res.Reason = "the expected object is not valid: " + err.Error()
+			return res
+		}
+		if want.GetNamespace() == "" && c.Object.GetNamespace() == "" {
+			// Neither names a namespace: the request goes to the default namespace, as kubectl's.
+			want.SetNamespace(base.GetNamespace())
+		}
+	case c.ExpectUnchanged:
+		want = base
+	}
+	res.Want = want
+	if c.ExpectError != nil {
+		if *c.ExpectError == "" {
+			res.WantErr = "an error"
+		} else {
+			res.WantErr = fmt.Sprintf("an error containing %q", *c.ExpectError)
+		}
+	}
+	for _, order := range verify.Orders(len(sets), 24, 6, 0) {
+		res.Orders++
+		ordered := make([]admission.PolicySet, len(order))
+		names := make([]string, len(order))
+		for i, j := range order {
+			ordered[i], names[i] = sets[j], sets[j].Policy.Name
+		}
+		r := req
+		r.Object = in.DeepCopy()
+		got, gerr := ev.Admit(ctx, ordered, r)
+		if gerr == nil {
+			got, gerr = verify.Normalize(got)
+		}
+		reason := judge(c, want, got, gerr)
+		if reason == "" {
+			res.Got = got
+			continue
+		}
+		res.Reason, res.Order, res.Got = reason, names, got
+		if gerr != nil {
+			res.GotErr = gerr.Error()
+		}
+		if want != nil && got != nil {
+			res.Diff = Diff(want, got)
+		}
+		return res
+	}
+	res.Pass = true
+	return res
+}
+
+// judge says why got (or gerr) does not meet the case's expectation, or "" if it does.
+func judge(c *Case, want, got *unstructured.Unstructured, gerr error) string {
+	switch {
+	case c.ExpectError != nil && gerr == nil:
+		return "admitted, but an error was expected"
+	case c.ExpectError != nil && !strings.Contains(gerr.Error(), *c.ExpectError):
+		return fmt.Sprintf("the error does not contain %q", *c.ExpectError)
+	case c.ExpectError != nil:
+		return ""
+	case gerr != nil:
+		return "the policies deny the request"
+	case c.ExpectAdmitted:
+		return ""
+	case c.ExpectUnchanged && !apiequality.Semantic.DeepEqual(want.Object, got.Object):
+		return "the policies change the object, which was expected unchanged"
+	case !apiequality.Semantic.DeepEqual(want.Object, got.Object):
+		return "the policies' result differs from the expected object"
+	}
+	return ""
+}
+
+// Diff is a unified diff of two objects as YAML, expected to got.
+func Diff(want, got *unstructured.Unstructured) string {
+	y := func(o *unstructured.Unstructured) string {
+		if o == nil {
+			return ""
+		}
+		data, _ := yaml.Marshal(o.Object)
+		return string(data)
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(y(want)), B: difflib.SplitLines(y(got)),
+		FromFile: "expected", ToFile: "got", Context: 3,
+	})
+	return d
+}
+
+// WriteText prints an outcome: a header, notes and warnings, then PASS, FAIL (with the place of
+// the case, the failing policy order, the errors and the diff) or SKIP per case.
+func WriteText(w io.Writer, o *Outcome) {
+	s := o.Suite
+	fmt.Fprintf(w, "=== %s (%s, %s format)\n", s.Name, s.File, s.Format)
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, x := range o.Warnings {
+		fmt.Fprintln(w, x)
+	}
+	if o.Err != nil {
+		fmt.Fprintf(w, "FAIL %s: the suite cannot run:\n", s.Name)
+		for _, l := range strings.Split(o.Err.Error(), "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		return
+	}
+	where := map[string]string{}
+	for _, c := range s.Cases {
+		where[c.Name] = c.Where
+	}
+	for _, r := range o.Results {
+		if r.Pass {
+			fmt.Fprintf(w, "PASS %s (%d policy order%s)\n", r.Case, r.Orders, plural(r.Orders))
+			continue
+		}
+		fmt.Fprintf(w, "FAIL %s: %s\n", r.Case, r.Reason)
+		if where[r.Case] != "" {
+			fmt.Fprintf(w, "  case at %s\n", where[r.Case])
+		}
+		if len(r.Order) > 0 {
+			fmt.Fprintf(w, "  policy order: %s\n", strings.Join(r.Order, ", "))
+		}
+		if r.WantErr != "" {
+			fmt.Fprintf(w, "  expected: %s\n", r.WantErr)
+		}
+		if r.GotErr != "" {
+			fmt.Fprintf(w, "  got error: %s\n", r.GotErr)
+		}
+		for _, l := range strings.Split(strings.TrimRight(r.Diff, "\n"), "\n") {
+			if l != "" {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+	}
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(w, "SKIP %s: %s\n", sk.Case, sk.Reason)
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,477 @@
+package suite
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/version"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/verify"
+)
+
+// Format names.
+const (
+	FormatMapc    = "mapc"
+	FormatKaptest = "kaptest"
+	FormatKyverno = "kyverno"
+)
+
+// APIVersion and Kind of mapc's own suite format.
+const (
+	APIVersion = "mapc.dev/v1alpha1"
+	Kind       = "Test"
+)
+
+// kyvernoAPIVersions are the apiVersions of kyverno-test.yaml files (kind Test).
+var kyvernoAPIVersions = map[string]bool{"cli.kyverno.io/v1alpha1": true, "kyverno.io/v1": true, "kyverno.io/v1alpha1": true}
+
+// Suite is a test suite read from a file in any of the supported formats.
+type Suite struct {
+	File   string
+	Name   string
+	Format string
+	// KubernetesVersion is the target version: CEL environment and create-time checks.
+	KubernetesVersion *version.Version
+	// Mutators are Gatekeeper mutators, compiled when the suite runs.
+	Mutators []*source.Document
+	// Policies are ready MutatingAdmissionPolicy and binding documents.
+	Policies []*source.Document
+	// BindUnbound gives each policy that has no binding a binding matching everything the policy
+	// matches (kaptest and the Kyverno CLI evaluate policies without bindings).
+	BindUnbound bool
+	Namespaces  []*corev1.Namespace
+	CRDs        []*apiextensionsv1.CustomResourceDefinition
+	Cases       []*Case
+	// Skipped are cases of the file that cannot be run, with the reason.
+	Skipped []verify.Skip
+	// Notes are parts of the file that were ignored.
+	Notes []string
+}
+
+// Case is one admission request and what should come of it. Exactly one of Expect,
+// ExpectUnchanged, ExpectError and ExpectAdmitted is set.
+type Case struct {
+	Name      string
+	Where     string // file:line of the case
+	Object    *unstructured.Unstructured
+	OldObject *unstructured.Unstructured
+	Operation admissionv1.Operation
+	User      string
+	// Policies, when set, restricts the case to the policies of these names.
+	Policies []string
+	// Binding, when set, is the only binding used for the case (by name); with OwnBinding the
+	// policies get a binding matching everything instead of theirs.
+	Binding    string
+	OwnBinding bool
+
+	Expect          *unstructured.Unstructured
+	ExpectUnchanged bool
+	ExpectError     *string // a substring of the error; "" for any error
+	ExpectAdmitted  bool    // admitted, whatever the result
+}
+
+// Detect says which format a suite file is written in, or "" if it is none.
+func Detect(data []byte) string {
+	var top map[string]any
+	if err := sigsyaml.Unmarshal(firstDocument(data), &top); err != nil || top == nil {
+		return ""
+	}
+	apiVersion, _ := top["apiVersion"].(string)
+	kind, _ := top["kind"].(string)
+	switch {
+	case apiVersion == APIVersion && kind == Kind:
+		return FormatMapc
+	case kyvernoAPIVersions[apiVersion] && kind == "Test":
+		return FormatKyverno
+	case apiVersion == "" && (top["mapTestSuites"] != nil || top["vapTestSuites"] != nil):
+		return FormatKaptest
+	}
+	return ""
+}
+
+// firstDocument cuts a YAML stream at its second document.
+func firstDocument(data []byte) []byte {
+	if bytes.HasPrefix(data, []byte("---\n")) {
+		data = data[4:]
+	}
+	if i := bytes.Index(data, []byte("\n---")); i >= 0 {
+		return data[:i+1]
+	}
+	return data
+}
+
+// Find expands the arguments of `mapc test`: a file is a suite; a directory is searched
+// recursively for files (.yaml, .yml) in one of the formats. Files come back sorted.
+func Find(paths []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: no such file or directory", p)
+		}
+		if !st.IsDir() {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if Detect(data) != "" && !seen[path] {
+				seen[path] = true
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no test suite found (files with apiVersion %s kind %s, kaptest files, kyverno-test.yaml)", p, APIVersion, Kind)
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// Load reads a suite file in any supported format. File and object paths in it are relative to
+// the directory of the file.
+func Load(path string) (*Suite, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &loader{file: path, dir: filepath.Dir(path), lines: newLineFinder()}
+	docs, err := source.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: empty", path)
+	}
+	l.doc = docs[0]
+	s := &Suite{File: path, Name: path}
+	switch Detect(data) {
+	case FormatMapc:
+		s.Format = FormatMapc
+		err = l.mapc(s, data)
+	case FormatKaptest:
+		s.Format = FormatKaptest
+		err = l.kaptest(s, data)
+	case FormatKyverno:
+		s.Format = FormatKyverno
+		err = l.kyverno(s, data)
+	default:
+		return nil, fmt.Errorf("%s: not a test suite: want apiVersion: %s, kind: %s (or a kaptest or kyverno-test.yaml file)", path, APIVersion, Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.KubernetesVersion == nil {
+		s.KubernetesVersion = defaultVersion()
+	}
+	return s, nil
+}
+
+// loader resolves the paths and objects of one suite file and positions its errors.
+type loader struct {
+	file  string
+	dir   string
+	doc   *source.Document // the suite document, for lines
+	lines *lineFinder
+}
+
+// errorf is an error at a field of the suite file: "file:line: field: message".
+func (l *loader) errorf(field string, format string, a ...any) error {
+	line := l.doc.Line
+	if field != "" {
+		line = l.lines.line(l.doc, field)
+		format = field + ": " + format
+	}
+	return &source.Error{File: l.file, Line: line, Msg: fmt.Sprintf(format, a...)}
+}
+
+func (l *loader) where(field string) string {
+	return fmt.Sprintf("%s:%d", l.file, l.lines.line(l.doc, field))
+}
+
+// path resolves a path written in the suite file.
+func (l *loader) path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(l.dir, p)
+}
+
+// read reads files or directories named in the suite file.
+func (l *loader) read(field string, paths []string) ([]*source.Document, error) {
+	var full []string
+	for _, p := range paths {
+		full = append(full, l.path(p))
+	}
+	docs, err := source.ReadPaths(full, nil)
+	if err != nil {
+		return nil, l.errorf(field, "%v", err)
+	}
+	return docs, nil
+}
+
+// sources sorts documents into Gatekeeper mutators and ready policies; anything else is an error.
+func (l *loader) sources(s *Suite, field string, docs []*source.Document, others func(*source.Document) error) error {
+	for _, d := range docs {
+		switch {
+		case gatekeeper.IsMutator(d.Object):
+			s.Mutators = append(s.Mutators, d)
+		case IsPolicy(d.Object):
+			s.Policies = append(s.Policies, d)
+		default:
+			if err := others(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ObjectRef is a Kubernetes object written inline, or the path of a file holding it.
+type ObjectRef struct {
+	Path   string
+	Inline map[string]any
+}
+
+// UnmarshalJSON reads a string (a path) or a mapping (the object).
+func (r *ObjectRef) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	switch {
+	case bytes.HasPrefix(data, []byte(`"`)):
+		return json.Unmarshal(data, &r.Path)
+	case bytes.HasPrefix(data, []byte(`{`)):
+		return json.Unmarshal(data, &r.Inline)
+	}
+	return fmt.Errorf("want a file name or an inline object, not %s", data)
+}
+
+func (r *ObjectRef) set() bool { return r != nil && (r.Path != "" || r.Inline != nil) }
+
+// objects returns the objects r stands for.
+func (l *loader) objects(field string, r *ObjectRef) ([]*unstructured.Unstructured, error) {
+	if r.Inline != nil {
+		u := &unstructured.Unstructured{Object: r.Inline}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, l.errorf(field, "an inline object needs apiVersion and kind")
+		}
+		return []*unstructured.Unstructured{u}, nil
+	}
+	docs, err := l.read(field, []string{r.Path})
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		return nil, l.errorf(field, "%s holds no object", r.Path)
+	}
+	var out []*unstructured.Unstructured
+	for _, d := range docs {
+		out = append(out, d.Object)
+	}
+	return out, nil
+}
+
+// object returns the one object r stands for.
+func (l *loader) object(field string, r *ObjectRef) (*unstructured.Unstructured, error) {
+	objs, err := l.objects(field, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) != 1 {
+		return nil, l.errorf(field, "%s holds %d objects; give one", r.Path, len(objs))
+	}
+	return objs[0], nil
+}
+
+// --- mapc's own format ---
+
+type mapcFile struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	KubernetesVersion string      `json:"kubernetesVersion"`
+	Sources           []string    `json:"sources"`
+	Namespaces        []ObjectRef `json:"namespaces"`
+	CRDs              []string    `json:"crds"`
+	User              string      `json:"user"`
+	Cases             []mapcCase  `json:"cases"`
+}
+
+type mapcCase struct {
+	Name            string     `json:"name"`
+	Object          *ObjectRef `json:"object"`
+	Operation       string     `json:"operation"`
+	OldObject       *ObjectRef `json:"oldObject"`
+	User            string     `json:"user"`
+	Policies        []string   `json:"policies"`
+	Expect          *ObjectRef `json:"expect"`
+	ExpectUnchanged bool       `json:"expectUnchanged"`
+	ExpectError     *string    `json:"expectError"`
+}
+
+func (l *loader) mapc(s *Suite, data []byte) error {
+	var f mapcFile
+	if err := sigsyaml.UnmarshalStrict(firstDocument(data), &f); err != nil {
+		return l.errorf("", "%v", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	}
+	if f.Metadata.Name != "" {
+		s.Name = f.Metadata.Name
+	}
+	if f.KubernetesVersion != "" {
+		v, err := compiler.ParseVersion(f.KubernetesVersion)
+		if err != nil {
+			return l.errorf("kubernetesVersion", "%v", err)
+		}
+		s.KubernetesVersion = v
+	}
+	if len(f.Sources) == 0 {
+		return l.errorf("sources", "list the Gatekeeper mutators or MutatingAdmissionPolicy files to test")
+	}
+	docs, err := l.read("sources", f.Sources)
+	if err != nil {
+		return err
+	}
+	err = l.sources(s, "sources", docs, func(d *source.Document) error {
+		return l.errorf("sources", "%s:%d: %s %s is neither a Gatekeeper mutator nor a MutatingAdmissionPolicy or binding", d.File, d.Line, d.Object.GetAPIVersion(), Identity(d.Object))
+	})
+	if err != nil {
+		return err
+	}
+	for i := range f.Namespaces {
+		field := fmt.Sprintf("namespaces[%d]", i)
+		objs, err := l.objects(field, &f.Namespaces[i])
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if !IsNamespace(o) {
+				return l.errorf(field, "%s is not a v1 Namespace", Identity(o))
+			}
+		}
+		nss, err := Namespaces(docsOf(objs))
+		if err != nil {
+			return l.errorf(field, "%v", err)
+		}
+		s.Namespaces = append(s.Namespaces, nss...)
+	}
+	if len(f.CRDs) > 0 {
+		docs, err := l.read("crds", f.CRDs)
+		if err != nil {
+			return err
+		}
+		if s.CRDs, err = CRDs(docs); err != nil {
+			return l.errorf("crds", "%v", err)
+		}
+	}
+	if len(f.Cases) == 0 {
+		return l.errorf("cases", "a suite needs cases")
+	}
+	names := map[string]bool{}
+	for i, fc := range f.Cases {
+		field := fmt.Sprintf("cases[%d]", i)
+		c := &Case{Name: fc.Name, Where: l.where(field), User: fc.User, Policies: fc.Policies}
+		if c.User == "" {
+			c.User = f.User
+		}
+		if !fc.Object.set() {
+			return l.errorf(field+".object", "a case needs the object to admit")
+		}
+		if c.Object, err = l.object(field+".object", fc.Object); err != nil {
+			return err
+		}
+		if c.Name == "" {
+			c.Name = Identity(c.Object)
+		}
+		if names[c.Name] {
+			return l.errorf(field+".name", "two cases are named %q; name them", c.Name)
+		}
+		names[c.Name] = true
+		switch strings.ToUpper(fc.Operation) {
+		case "", "CREATE":
+			c.Operation = admissionv1.Create
+			if fc.OldObject.set() {
+				return l.errorf(field+".oldObject", "oldObject is for operation: UPDATE")
+			}
+		case "UPDATE":
+			c.Operation = admissionv1.Update
+			c.OldObject = c.Object
+			if fc.OldObject.set() {
+				olds, err := l.objects(field+".oldObject", fc.OldObject)
+				if err != nil {
+					return err
+				}
+				if c.OldObject, err = Pick(c.Object, olds); err != nil {
+					return l.errorf(field+".oldObject", "%v", err)
+				}
+			}
+		default:
+			return l.errorf(field+".operation", "%q: use CREATE or UPDATE (MutatingAdmissionPolicies do not run on DELETE or CONNECT)", fc.Operation)
+		}
+		n := 0
+		if fc.Expect.set() {
+			n++
+			exps, err := l.objects(field+".expect", fc.Expect)
+			if err != nil {
+				return err
+			}
+			if c.Expect, err = Pick(c.Object, exps); err != nil {
+				return l.errorf(field+".expect", "%v", err)
+			}
+		}
+		if fc.ExpectUnchanged {
+			n++
+			c.ExpectUnchanged = true
+		}
+		if fc.ExpectError != nil {
+			n++
+			c.ExpectError = fc.ExpectError
+		}
+		if n != 1 {
+			return l.errorf(field, "give exactly one of expect, expectUnchanged, expectError")
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	return nil
+}
+
+func docsOf(objs []*unstructured.Unstructured) []*source.Document {
+	out := make([]*source.Document, len(objs))
+	for i, o := range objs {
+		out[i] = &source.Document{Object: o}
+	}
+	return out
+}

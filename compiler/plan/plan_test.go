@@ -1,0 +1,127 @@
+package plan_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/source"
+)
+
+// assign is a Pod Assign mutator; extra is appended under spec.parameters.
+func assign(name, location, value, extra string) string {
+	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata:
+  name: %s
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: '%s'
+  parameters:
+    assign:
+      value: %s
+%s`, name, location, value, extra)
+}
+
+func mutations(t *testing.T, docs ...string) []*ir.Mutation {
+	t.Helper()
+	ds, err := source.Parse("m.yaml", []byte(strings.Join(docs, "---\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gatekeeper.Compile(ds)
+	for _, p := range res.Problems {
+		t.Fatal(p)
+	}
+	return res.Mutations
+}
+
+func TestPlanGroupsAndRounds(t *testing.T) {
+	mustNotExist := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
+	cases := []struct {
+		name   string
+		docs   []string
+		groups []string // members of each group, "+"-joined, in plan order
+		rounds []int
+	}{
+		{"disjoint fields stay apart",
+			[]string{assign("a", "spec.dnsPolicy", "Default", ""), assign("b", "spec.hostname", "h", "")},
+			[]string{"Assign/a", "Assign/b"}, []int{1, 1}},
+		{"siblings under a parent both create commute",
+			[]string{assign("a", "spec.securityContext.runAsNonRoot", "true", ""), assign("b", "spec.securityContext.fsGroup", "1", "")},
+			[]string{"Assign/a", "Assign/b"}, []int{1, 1}},
+		{"two writers of one field are ordered, one round",
+			[]string{assign("a", "spec.dnsPolicy", "Default", ""), assign("b", "spec.dnsPolicy", "None", "")},
+			[]string{"Assign/a+Assign/b"}, []int{1}},
+		{"identical writers commute",
+			[]string{assign("a", "spec.dnsPolicy", "Default", ""), assign("b", "spec.dnsPolicy", "Default", "")},
+			[]string{"Assign/a", "Assign/b"}, []int{1, 1}},
+		{"sidecar sorted after a glob needs a second round",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			[]string{"Assign/a-pull+Assign/b-sidecar"}, []int{2}},
+		{"sidecar sorted before a glob needs one round",
+			[]string{assign("a-sidecar", "spec.containers[name: proxy].image", "envoy", ""), assign("b-pull", "spec.containers[name: *].imagePullPolicy", "Always", "")},
+			[]string{"Assign/a-sidecar+Assign/b-pull"}, []int{1}},
+		{"keyed lookups of different keys do not interact",
+			[]string{assign("a", "spec.containers[name: x].image", "i", ""), assign("b", "spec.containers[name: y].image", "j", "")},
+			[]string{"Assign/a+Assign/b"}, []int{1}}, // both append to containers: their order matters
+		{"a glob that never creates does not feed a keyed lookup",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-tty", "spec.containers[name: app].tty", "true", "    pathTests:\n    - subPath: 'spec.containers[name: app]'\n      condition: MustExist\n")},
+			[]string{"Assign/a-pull", "Assign/b-tty"}, []int{1, 1}},
+		{"writer sorted after a MustNotExist test needs a second round",
+			[]string{assign("a-test", "spec.containers[name: *].imagePullPolicy", "Never", mustNotExist), assign("b-set", "spec.containers[name: *].imagePullPolicy", "Always", "")},
+			[]string{"Assign/a-test+Assign/b-set"}, []int{2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			gs := plan.Plan(mutations(t, c.docs...))
+			var got []string
+			var rounds []int
+			for _, g := range gs {
+				var names []string
+				for _, m := range g.Mutations {
+					names = append(names, m.Source.String())
+				}
+				got = append(got, strings.Join(names, "+"))
+				rounds = append(rounds, g.Rounds)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.groups) || fmt.Sprint(rounds) != fmt.Sprint(c.rounds) {
+				t.Errorf("got %v rounds %v, want %v rounds %v", got, rounds, c.groups, c.rounds)
+				for _, g := range gs {
+					t.Log(strings.Join(g.Why, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func TestFusable(t *testing.T) {
+	ms := mutations(t,
+		assign("a", "spec.securityContext.runAsNonRoot", "true", ""),
+		assign("b", "spec.securityContext.fsGroup", "1", ""),
+		assign("c", "spec.dnsPolicy", "Default", ""),
+		assign("d", "spec.dnsPolicy", "None", ""),
+		assign("e", "spec.hostname", "h", "    pathTests:\n    - {subPath: spec, condition: MustExist}\n"),
+		assign("f", "spec.subdomain", "s", "    pathTests:\n    - {subPath: spec, condition: MustExist}\n"),
+	)
+	byName := map[string]*ir.Mutation{}
+	for _, m := range ms {
+		byName[m.Source.Name] = m
+	}
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a", "b", false}, // both may create spec.securityContext in one patch: the second add would win
+		{"a", "c", false}, // both may create spec when it is missing
+		{"c", "d", false}, // one place
+		{"e", "f", true},  // spec must exist: nothing shared is created
+	} {
+		if got := plan.Fusable(byName[c.a], byName[c.b]); got != c.want {
+			t.Errorf("Fusable(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -34,3 +34,10 @@ bench:
 
 clean:
 	rm -rf bin
+
+# End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1, both built from the Go
+# module proxy and cached in $(HOME)/.cache/mapc-e2e (first run ~10 minutes). See e2e/README.md.
+KUBE_VERSION ?= 1.37.1
+ETCD_VERSION ?= 3.7.0
+e2e:
+	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) GO=$(GO) bash hack/e2e.sh run

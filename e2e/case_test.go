@@ -1,0 +1,570 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pmezard/go-difflib/difflib"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/cel/admission"
+	"github.com/mapc-dev/mapc/compiler"
+	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/reference/gatekeeper"
+)
+
+// testCase is a set of Gatekeeper mutators and the objects to admit with them.
+type testCase struct {
+	name     string
+	mutators []*source.Document
+	objects  []*unstructured.Unstructured
+	// kubeVersion is the version the case is compiled for ("" for the server's).
+	kubeVersion string
+	// skipOnProblems skips the case when the compiler refuses a mutator (golden cases that
+	// test refusals); otherwise a refusal fails it.
+	skipOnProblems bool
+}
+
+// engine names, in reports.
+const (
+	engineGatekeeper = "Gatekeeper"
+	engineEvaluator  = "in-process evaluator"
+)
+
+// outcome is what one engine predicts for one request.
+type outcome struct {
+	engine string
+	raw    *unstructured.Unstructured // the engine's result
+	denied error                      // the engine denies the request
+	// server is raw as the API server makes it with no policy bound (defaulted, validated);
+	// serverErr is the API server's rejection of raw.
+	server    *unstructured.Unstructured
+	serverErr error
+}
+
+// prediction is one request to the API server and what each engine says it will store.
+type prediction struct {
+	op       admissionv1.Operation
+	input    *unstructured.Unstructured // the object as the API server presents it to admission
+	old      *unstructured.Unstructured
+	outcomes []outcome
+}
+
+// item is one object of a case.
+type item struct {
+	obj        *unstructured.Unstructured // as in the file (namespace defaulted)
+	gvr        schema.GroupVersionResource
+	namespaced bool
+	isNS       bool
+	key        string
+	created    *unstructured.Unstructured // created with no policy bound
+	updateIn   *unstructured.Unstructured // created + the update annotation
+	onCreate   *prediction
+	onUpdate   *prediction
+}
+
+// counters for the summary line.
+var checksPassed, checksFailed, objectsUntouched, objectsMutated atomic.Int64
+
+type runner struct {
+	t     *testing.T
+	c     *cluster
+	ctx   context.Context
+	gk    *gatekeeper.Engine
+	ev    *admission.Evaluator
+	sets  []admission.PolicySet
+	nss   map[string]*corev1.Namespace // the namespaces the objects live in, as the API server has them
+	items []*item
+	// saved are immortal namespaces as they were before the case changed them.
+	saved map[string]*unstructured.Unstructured
+}
+
+var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
+
+// runCase runs one case:
+//
+//	A. with no policy bound: for each namespace of the case, then each other object, a dry-run
+//	   create shows the object as the API server presents it to admission; Gatekeeper's engine
+//	   and the in-process evaluator predict the result, and a dry-run create of each prediction
+//	   shows it as the API server would store it (or its rejection). The object is then created
+//	   for real, unmutated, and the same is done for an update of it (a new annotation).
+//	B. the compiled policies are created (dry run first) and the test waits until they are active.
+//	C. each object is updated, then deleted and created again; then the namespaces are updated,
+//	   and deleted and created again. Every result (or rejection) is compared with both
+//	   predictions, ignoring server-set metadata and status.
+//	D. everything is deleted (also when the case fails).
+func runCase(t *testing.T, c *cluster, tc testCase) {
+	ctx := context.Background()
+	kv, err := c.compileVersion(tc.kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := compiler.Compile(tc.mutators, compiler.Options{KubernetesVersion: kv})
+	if len(out.Problems) > 0 {
+		var msgs []string
+		for _, p := range out.Problems {
+			msgs = append(msgs, p.Error())
+		}
+		if tc.skipOnProblems {
+			t.Skipf("the compiler refuses part of this case (for %s): %s", kv, strings.Join(msgs, "; "))
+		}
+		t.Fatalf("compile for %s: %s", kv, strings.Join(msgs, "; "))
+	}
+	var mutators []*unstructured.Unstructured
+	for _, d := range tc.mutators {
+		if gkfront.IsMutator(d.Object) {
+			mutators = append(mutators, d.Object)
+		}
+	}
+	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}}
+	if r.gk, err = gatekeeper.New(mutators); err != nil {
+		t.Fatalf("Gatekeeper's engine: %v", err)
+	}
+	for _, p := range out.Policies {
+		r.sets = append(r.sets, admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}})
+	}
+	r.load(tc.objects)
+	if r.ev, err = admission.New(admission.Options{Namespaces: r.namespaceList()}); err != nil {
+		t.Fatalf("in-process evaluator: %v", err)
+	}
+	defer r.ev.Close()
+
+	defer r.teardown()
+	r.teardown() // leftovers of an earlier, interrupted run
+
+	// A.
+	r.prepare()
+	// B.
+	took, err := c.bind(ctx, out.Policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d policies for %d mutators (compiled for %s, %s), active after %v", len(out.Policies), len(mutators), kv, c.mapAPI, took.Round(10e6))
+	// C.
+	r.exercise()
+}
+
+// load reads the objects of a case.
+func (r *runner) load(objs []*unstructured.Unstructured) {
+	seen := map[string]bool{}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		gvr, namespaced, err := r.c.resourceFor(o)
+		if err != nil {
+			r.t.Errorf("%s %s: the API server does not know this kind: %v", o.GetKind(), o.GetName(), err)
+			continue
+		}
+		if namespaced && o.GetNamespace() == "" {
+			o.SetNamespace("default")
+		}
+		if !namespaced {
+			o.SetNamespace("")
+		}
+		it := &item{obj: o, gvr: gvr, namespaced: namespaced, isNS: gvr == nsGVR}
+		it.key = caseName(o)
+		if seen[it.key] {
+			r.t.Errorf("%s appears twice", it.key)
+			continue
+		}
+		seen[it.key] = true
+		if it.isNS {
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ns); err != nil {
+				r.t.Fatalf("%s: %v", it.key, err)
+			}
+			ns = &corev1.Namespace{ObjectMeta: *ns.ObjectMeta.DeepCopy()}
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[corev1.LabelMetadataName] = ns.Name
+			r.nss[ns.Name] = ns
+		}
+		r.items = append(r.items, it)
+	}
+	// Namespaces first, as they are created first.
+	sort.SliceStable(r.items, func(i, j int) bool { return r.items[i].isNS && !r.items[j].isNS })
+	for _, it := range r.items {
+		if n := it.obj.GetNamespace(); n != "" && r.nss[n] == nil {
+			r.nss[n] = &corev1.Namespace{}
+			r.nss[n].Name = n
+			r.nss[n].Labels = map[string]string{corev1.LabelMetadataName: n}
+		}
+	}
+}
+
+func (r *runner) namespaceList() []*corev1.Namespace {
+	var l []*corev1.Namespace
+	for _, ns := range r.nss {
+		l = append(l, ns)
+	}
+	return l
+}
+
+// prepare is phase A.
+func (r *runner) prepare() {
+	t, ctx, c := r.t, r.ctx, r.c
+	// Namespaces of the case.
+	for _, it := range r.items {
+		if !it.isNS {
+			continue
+		}
+		if immortal[it.obj.GetName()] {
+			cur, err := c.get(ctx, nsGVR, "", it.obj.GetName())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.saved[cur.GetName()] = cur.DeepCopy()
+			up := cur.DeepCopy()
+			up.SetLabels(it.obj.GetLabels())
+			up.SetAnnotations(it.obj.GetAnnotations())
+			if it.created, err = c.update(ctx, nsGVR, up, false); err != nil {
+				t.Fatalf("%s: updating it to the case's labels: %v", it.key, err)
+			}
+		} else {
+			it.onCreate = r.predictCreate(it)
+			var err error
+			if it.created, err = c.create(ctx, nsGVR, it.obj, false); err != nil {
+				t.Fatalf("%s: creating it with no policy bound: %v", it.key, err)
+			}
+		}
+		r.checkNamespace(it.created)
+	}
+	// Namespaces the objects live in that the case does not list.
+	for name := range r.nss {
+		if r.itemByKey("Namespace/"+name) != nil || immortal[name] {
+			continue
+		}
+		ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+		created, err := c.create(ctx, nsGVR, ns, false)
+		if err != nil {
+			t.Fatalf("creating namespace %s: %v", name, err)
+		}
+		r.checkNamespace(created)
+	}
+	// Other objects.
+	for _, it := range r.items {
+		if it.isNS {
+			continue
+		}
+		it.onCreate = r.predictCreate(it)
+		var err error
+		if it.created, err = c.create(ctx, it.gvr, it.obj, false); err != nil {
+			t.Errorf("%s: creating it with no policy bound: %v", it.key, err)
+			continue
+		}
+		it.onUpdate = r.predictUpdate(it)
+	}
+	for _, it := range r.items {
+		if it.isNS {
+			it.onUpdate = r.predictUpdate(it)
+		}
+	}
+}
+
+// checkNamespace makes sure a namespace is stored with the labels the engines were given.
+func (r *runner) checkNamespace(ns *unstructured.Unstructured) {
+	want := r.nss[ns.GetName()]
+	if want == nil {
+		return
+	}
+	if !equalJSON(ns.GetLabels(), want.Labels) {
+		r.t.Fatalf("namespace %s is stored with labels %v, the test expected %v", ns.GetName(), ns.GetLabels(), want.Labels)
+	}
+}
+
+func (r *runner) itemByKey(key string) *item {
+	for _, it := range r.items {
+		if it.key == key {
+			return it
+		}
+	}
+	return nil
+}
+
+// predictCreate dry-run creates the object and predicts the result of creating it.
+func (r *runner) predictCreate(it *item) *prediction {
+	presented, err := r.c.create(r.ctx, it.gvr, it.obj, true)
+	if err != nil {
+		r.t.Errorf("%s: dry-run create with no policy bound: %v", it.key, err)
+		return nil
+	}
+	return r.predict(it, admissionv1.Create, stripServerFields(presented), nil)
+}
+
+// predictUpdate dry-run updates the created object with a new annotation and predicts the
+// result of that update.
+func (r *runner) predictUpdate(it *item) *prediction {
+	if it.created == nil {
+		return nil
+	}
+	it.updateIn = it.created.DeepCopy()
+	ann := it.updateIn.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[updateAnnotation] = "1"
+	it.updateIn.SetAnnotations(ann)
+	presented, err := r.c.update(r.ctx, it.gvr, it.updateIn, true)
+	if err != nil {
+		r.t.Errorf("%s: dry-run update with no policy bound: %v", it.key, err)
+		return nil
+	}
+	unstructured.RemoveNestedField(presented.Object, "metadata", "managedFields")
+	return r.predict(it, admissionv1.Update, presented, it.created)
+}
+
+func (r *runner) predict(it *item, op admissionv1.Operation, input, old *unstructured.Unstructured) *prediction {
+	p := &prediction{op: op, input: input, old: old}
+	var ns *corev1.Namespace
+	if !it.isNS && it.namespaced {
+		ns = r.nss[it.obj.GetNamespace()]
+	}
+	gk, gkErr := r.gk.Admit(r.ctx, gatekeeper.Request{Object: input.DeepCopy(), OldObject: old, Namespace: ns, Operation: op})
+	ev, evErr := r.ev.Admit(r.ctx, r.sets, admission.Request{Object: input.DeepCopy(), OldObject: old, Operation: op})
+	for _, o := range []outcome{{engine: engineGatekeeper, raw: gk, denied: gkErr}, {engine: engineEvaluator, raw: ev, denied: evErr}} {
+		if o.denied == nil {
+			if op == admissionv1.Create {
+				o.server, o.serverErr = r.c.create(r.ctx, it.gvr, stripServerFields(o.raw), true)
+			} else {
+				o.server, o.serverErr = r.c.update(r.ctx, it.gvr, o.raw, true)
+			}
+			if o.serverErr != nil && !isInvalid(o.serverErr) {
+				r.t.Errorf("%s: %s: dry-run %s of the %s prediction: %v", it.key, op, strings.ToLower(string(op)), o.engine, o.serverErr)
+			}
+		}
+		p.outcomes = append(p.outcomes, o)
+	}
+	return p
+}
+
+// exercise is phase C.
+func (r *runner) exercise() {
+	ctx, c := r.ctx, r.c
+	// Updates of the objects, then creates.
+	for _, it := range r.items {
+		if it.isNS || it.onUpdate == nil {
+			continue
+		}
+		got, err := c.update(ctx, it.gvr, it.updateIn, false)
+		r.check(it, it.onUpdate, r.readBack(it, got, err))
+	}
+	for _, it := range r.items {
+		if it.isNS || it.onCreate == nil {
+			continue
+		}
+		if err := c.deleteObject(ctx, it.gvr, it.obj.GetNamespace(), it.obj.GetName()); err != nil {
+			r.t.Fatalf("%s: deleting it: %v", it.key, err)
+		}
+		got, err := c.create(ctx, it.gvr, it.obj, false)
+		r.check(it, it.onCreate, r.readBack(it, got, err))
+	}
+	// Updates of the namespaces, then creates (of those that can be deleted).
+	for _, it := range r.items {
+		if !it.isNS || it.onUpdate == nil {
+			continue
+		}
+		got, err := c.update(ctx, it.gvr, it.updateIn, false)
+		r.check(it, it.onUpdate, r.readBack(it, got, err))
+	}
+	r.deleteObjects()
+	for _, it := range r.items {
+		if !it.isNS || it.onCreate == nil {
+			continue
+		}
+		if err := c.deleteNamespace(ctx, it.obj.GetName()); err != nil {
+			r.t.Fatalf("%s: deleting it: %v", it.key, err)
+		}
+		got, err := c.create(ctx, it.gvr, it.obj, false)
+		r.check(it, it.onCreate, r.readBack(it, got, err))
+	}
+}
+
+// readBack reads a written object back from the API server.
+func (r *runner) readBack(it *item, written *unstructured.Unstructured, err error) result {
+	if err != nil {
+		return result{err: err}
+	}
+	got, err := r.c.get(r.ctx, it.gvr, written.GetNamespace(), written.GetName())
+	if err != nil {
+		r.t.Fatalf("%s: reading it back: %v", it.key, err)
+	}
+	return result{obj: got}
+}
+
+type result struct {
+	obj *unstructured.Unstructured
+	err error
+}
+
+// check compares what the API server did with what each engine predicted.
+func (r *runner) check(it *item, p *prediction, got result) {
+	what := fmt.Sprintf("%s %s", p.op, it.key)
+	if gk := p.outcomes[0]; gk.denied == nil {
+		if equalJSON(clean(gk.raw).Object, clean(p.input).Object) {
+			objectsUntouched.Add(1)
+		} else {
+			objectsMutated.Add(1)
+		}
+	}
+	for _, o := range p.outcomes {
+		msg := verdict(o, got)
+		if msg == "" {
+			checksPassed.Add(1)
+			continue
+		}
+		checksFailed.Add(1)
+		r.t.Errorf("%s: the API server and %s differ: %s", what, o.engine, msg)
+	}
+}
+
+// verdict is "" when the API server did what the engine predicted, else what differs.
+func verdict(o outcome, got result) string {
+	switch {
+	case o.denied != nil && got.err != nil:
+		return ""
+	case o.denied != nil:
+		return fmt.Sprintf("%s denies the request (%v) but the API server admits it", o.engine, o.denied)
+	case got.err != nil && o.serverErr != nil:
+		if errorText(got.err) == errorText(o.serverErr) {
+			return ""
+		}
+		// Pod update rejections print a diff of the specs, in which an empty list the engine
+		// dropped (its result went through the Go type) shows as null: compare the reasons.
+		if firstLine(errorText(got.err)) == firstLine(errorText(o.serverErr)) {
+			return ""
+		}
+		return fmt.Sprintf("both are rejected, differently:\n  API server: %s\n  %s's result: %s", errorText(got.err), o.engine, errorText(o.serverErr))
+	case got.err != nil:
+		return fmt.Sprintf("the API server rejects the request (%s) but %s's result is valid:\n%s", errorText(got.err), o.engine,
+			indent(diff(nil, clean(o.server), "", "predicted")))
+	case o.serverErr != nil:
+		return fmt.Sprintf("the API server admits the request but %s's result is rejected (%s); %s's result to the stored object:\n%s",
+			o.engine, errorText(o.serverErr), o.engine, indent(diff(clean(o.raw), clean(got.obj), o.engine, "apiserver")))
+	}
+	want, have := clean(o.server), clean(got.obj)
+	if equalJSON(want.Object, have.Object) {
+		return ""
+	}
+	return fmt.Sprintf("the stored object differs (%s's result, as the API server stores it, to the object the API server stored with the policies):\n%s",
+		o.engine, indent(diff(want, have, o.engine, "apiserver")))
+}
+
+// deleteObjects deletes the case's objects other than namespaces.
+func (r *runner) deleteObjects() {
+	for i := len(r.items) - 1; i >= 0; i-- {
+		it := r.items[i]
+		if it.isNS {
+			continue
+		}
+		if err := r.c.deleteObject(r.ctx, it.gvr, it.obj.GetNamespace(), it.obj.GetName()); err != nil {
+			r.t.Errorf("%s: deleting it: %v", it.key, err)
+		}
+	}
+}
+
+// teardown is phase D: unbind the policies, delete the objects and namespaces, restore the
+// immortal namespaces.
+func (r *runner) teardown() {
+	if err := r.c.unbind(r.ctx); err != nil {
+		r.t.Errorf("removing the policies: %v", err)
+	}
+	r.deleteObjects()
+	for name := range r.nss {
+		if err := r.c.deleteNamespace(r.ctx, name); err != nil {
+			r.t.Errorf("deleting namespace %s: %v", name, err)
+		}
+	}
+	for name, old := range r.saved {
+		cur, err := r.c.get(r.ctx, nsGVR, "", name)
+		if err != nil {
+			r.t.Errorf("namespace %s: %v", name, err)
+			continue
+		}
+		cur.SetLabels(old.GetLabels())
+		cur.SetAnnotations(old.GetAnnotations())
+		if _, err := r.c.update(r.ctx, nsGVR, cur, false); err != nil {
+			r.t.Errorf("restoring namespace %s: %v", name, err)
+		}
+	}
+	r.saved = map[string]*unstructured.Unstructured{}
+}
+
+// serverFields are set by the API server after admission, or on storage.
+var serverFields = [][]string{
+	{"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "creationTimestamp"},
+	{"metadata", "managedFields"}, {"metadata", "generation"}, {"metadata", "selfLink"},
+	{"metadata", "deletionTimestamp"}, {"metadata", "deletionGracePeriodSeconds"}, {"status"},
+}
+
+// stripServerFields returns a copy of o without the fields the API server sets on create.
+func stripServerFields(o *unstructured.Unstructured) *unstructured.Unstructured {
+	o = o.DeepCopy()
+	for _, f := range serverFields {
+		unstructured.RemoveNestedField(o.Object, f...)
+	}
+	return o
+}
+
+// clean is the part of an object the comparison looks at.
+func clean(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o == nil {
+		return nil
+	}
+	return stripServerFields(o)
+}
+
+func equalJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+func diff(a, b *unstructured.Unstructured, from, to string) string {
+	y := func(o *unstructured.Unstructured) string {
+		if o == nil {
+			return ""
+		}
+		data, _ := yaml.Marshal(o.Object)
+		return string(data)
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(y(a)), B: difflib.SplitLines(y(b)),
+		FromFile: from, ToFile: to, Context: 3,
+	})
+	return d
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func caseName(o *unstructured.Unstructured) string {
+	s := o.GetKind() + "/"
+	if o.GetNamespace() != "" {
+		s += o.GetNamespace() + "/"
+	}
+	return s + o.GetName()
+}

@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
+)
+
+const (
+	examplesDir = "../examples/gatekeeper"
+	objectsDir  = "../examples/objects"
+	goldenDir   = "../testdata/golden"
+)
+
+func TestMain(m *testing.M) {
+	// The in-process evaluator runs the API server's admission code, which logs through klog.
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+	code := m.Run()
+	if os.Getenv(EnvKubeconfig) != "" {
+		fmt.Printf("e2e: %d checks passed, %d failed; %d results mutated, %d untouched by Gatekeeper\n",
+			checksPassed.Load(), checksFailed.Load(), objectsMutated.Load(), objectsUntouched.Load())
+	}
+	os.Exit(code)
+}
+
+func readObjects(t *testing.T, paths ...string) []*unstructured.Unstructured {
+	t.Helper()
+	docs, err := source.ReadPaths(paths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, d := range docs {
+		objs = append(objs, d.Object)
+	}
+	return objs
+}
+
+func readMutators(t *testing.T, paths ...string) []*source.Document {
+	t.Helper()
+	docs, err := source.ReadPaths(paths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// TestExamples admits the example objects with all the example mutators together.
+func TestExamples(t *testing.T) {
+	c := connect(t)
+	runCase(t, c, testCase{
+		name:     "examples",
+		mutators: readMutators(t, examplesDir),
+		objects:  readObjects(t, objectsDir),
+	})
+}
+
+// TestExampleEach admits the example objects with each example mutator alone.
+func TestExampleEach(t *testing.T) {
+	c := connect(t)
+	files, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples in %s: %v", examplesDir, err)
+	}
+	objects := readObjects(t, objectsDir)
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
+			runCase(t, c, testCase{name: f, mutators: readMutators(t, f), objects: objects})
+		})
+	}
+}
+
+// goldenConfig is testdata/golden/<case>/config.yaml.
+type goldenConfig struct {
+	KubernetesVersion string `json:"kubernetesVersion"`
+}
+
+// TestGolden runs every golden case that has objects (testdata/golden/<case>/mutators.yaml and
+// objects.yaml), compiled for the case's Kubernetes version when the server is at least that.
+func TestGolden(t *testing.T) {
+	c := connect(t)
+	dirs, _ := filepath.Glob(filepath.Join(goldenDir, "*"))
+	sort.Strings(dirs)
+	ran := 0
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "objects.yaml")); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "mutators.yaml")); err != nil {
+			continue
+		}
+		ran++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var cfg goldenConfig
+			if data, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
+				if err := yaml.Unmarshal(data, &cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mutators := readMutators(t, filepath.Join(dir, "mutators.yaml"))
+			if !hasMutator(mutators) {
+				t.Skip("no mutator")
+			}
+			runCase(t, c, testCase{
+				name:           dir,
+				mutators:       mutators,
+				objects:        readObjects(t, filepath.Join(dir, "objects.yaml")),
+				kubeVersion:    cfg.KubernetesVersion,
+				skipOnProblems: true,
+			})
+		})
+	}
+	if ran == 0 {
+		t.Skipf("no golden case with objects under %s", goldenDir)
+	}
+}
+
+func hasMutator(docs []*source.Document) bool {
+	for _, d := range docs {
+		if gkfront.IsMutator(d.Object) {
+			return true
+		}
+	}
+	return false
+}

@@ -204,9 +204,9 @@ func TestEval(t *testing.T) {
 			},
 		},
 		{
-			name:   "a policy the API server would reject is listed with file:line: name: field: problem",
-			args:   []string{"--policies", rejected, "-f", pod},
-			code:   1,
+			name: "a policy the API server would reject is listed with file:line: name: field: problem",
+			args: []string{"--policies", rejected, "-f", pod},
+			code: 1,
 			stderr: []string{
 				`rejected.yaml:10: MutatingAdmissionPolicy/broken: spec.matchConstraints.resourceRules[0].operations[1]: Unsupported value: "PATCH"`,
 				`rejected.yaml:15: MutatingAdmissionPolicy/broken: spec.mutations[0].jsonPatch.expression: compilation failed: ERROR: <input>:1:`,

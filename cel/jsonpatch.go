@@ -24,7 +24,15 @@ type Features struct {
 // Guards that depend on the object (label selector) are part of the expression, so that the
 // result does not depend on when the API server runs the policy.
 func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
-	g := &jpgen{m: m, f: f}
+	return JSONPatchAssuming(m, f, 0)
+}
+
+// JSONPatchAssuming is JSONPatch for a mutation fused with others that share the first `shared`
+// steps of its path: those nodes are created (empty) by PreCreate's operations, which run first
+// in the same patch, so a missing one is walked into as an empty object instead of being
+// created here with the mutation's subtree (which would overwrite what the others add).
+func JSONPatchAssuming(m *ir.Mutation, f Features, shared int) (Expr, error) {
+	g := &jpgen{m: m, f: f, shared: shared}
 	ops, err := g.walk(0, Ident("object"), ptr{})
 	if err != nil {
 		return nil, err
@@ -37,8 +45,9 @@ func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
 }
 
 type jpgen struct {
-	m *ir.Mutation
-	f Features
+	m      *ir.Mutation
+	f      Features
+	shared int
 }
 
 var emptyList = List()
@@ -118,7 +127,12 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 				return nil, err
 			}
 		}
-		if missingOK {
+		if missingOK && d < g.shared {
+			// Created empty by PreCreate before these operations run.
+			if whenMissing, err = g.walk(d+1, Map(nil, nil), cp); err != nil {
+				return nil, err
+			}
+		} else if missingOK {
 			next := g.fresh(d)
 			mut, v, err := g.sim(d+1, next)
 			if err != nil {
@@ -533,3 +547,94 @@ func sortedKeys(m map[string]any) []string {
 	sortStrings(keys)
 	return keys
 }
+
+// SharedNode is an object node on the paths of several fused mutations that each of them would
+// create when missing: Path leads to it (object fields, globs, and keyed steps that never create),
+// and When is true when at least one of those mutations applies to the request.
+type SharedNode struct {
+	Path []ir.Step
+	When Expr
+}
+
+// PreCreate is the list(JSONPatch) that creates every missing shared node as an empty object,
+// parents first, for every list element the path selects, when the node's When holds.
+func PreCreate(nodes []SharedNode, f Features) (Expr, error) {
+	var out Expr
+	for _, n := range nodes {
+		ops, err := preCreate(n, 0, Ident("object"), ptr{}, f)
+		if err != nil {
+			return nil, err
+		}
+		ops = condList(n.When, ops, emptyList)
+		if isEmpty(ops) {
+			continue
+		}
+		if out == nil {
+			out = ops
+		} else {
+			out = Bin("+", out, ops)
+		}
+	}
+	if out == nil {
+		return emptyList, nil
+	}
+	return out, nil
+}
+
+func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
+	st := n.Path[d]
+	if !st.List {
+		key := Str(st.Field)
+		has := Bin("in", key, cur)
+		cp := p.child(st.Field)
+		if d == len(n.Path)-1 {
+			return condList(has, emptyList, List(patchOp("add", cp, Map(nil, nil)))), nil
+		}
+		inner, err := preCreate(n, d+1, Index(cur, key), cp, f)
+		if err != nil {
+			return nil, err
+		}
+		// A missing ancestor is itself a shared node (the mutations that create this node create
+		// their ancestors too), created empty by an earlier operation whenever this node's When
+		// holds: create this node below it. List steps below a missing node select nothing.
+		var whenMissing Expr = emptyList
+		q := cp
+		objectsOnly := true
+		for k := d + 1; k < len(n.Path); k++ {
+			if n.Path[k].List {
+				objectsOnly = false
+				break
+			}
+			q = q.child(n.Path[k].Field)
+		}
+		if objectsOnly {
+			whenMissing = List(patchOp("add", q, Map(nil, nil)))
+		}
+		return condList(has, inner, whenMissing), nil
+	}
+	if d == len(n.Path)-1 {
+		return nil, fmt.Errorf("a shared node cannot be a list element")
+	}
+	iv, ev := Ident(fmt.Sprintf("i%d", d)), Ident(fmt.Sprintf("e%d", d))
+	inner, err := preCreate(n, d+1, ev, p.index(iv), f)
+	if err != nil {
+		return nil, err
+	}
+	if isEmpty(inner) {
+		return emptyList, nil
+	}
+	var lists Expr
+	if st.Glob {
+		lists = Method(cur, "transformList", iv, ev, inner)
+	} else {
+		k := Str(st.KeyField)
+		lists = Method(cur, "transformList", iv, ev, And(Bin("in", k, ev), Bin("==", Index(ev, k), Str(st.KeyValue))), inner)
+	}
+	if !f.Flatten {
+		return nil, fmt.Errorf("creating shared nodes inside list elements needs lists.flatten() (Kubernetes 1.34+)")
+	}
+	return Method(lists, "flatten"), nil
+}
+
+// PathExpr is the CEL value at path when every step on it exists (for guards).
+var _ = PreCreate

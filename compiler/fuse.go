@@ -24,7 +24,7 @@ type mutationError struct {
 // step is one run of one mutation in a fused policy's sequence.
 type step struct {
 	m     *ir.Mutation
-	ops   cel.Expr // guarded list(JSONPatch)
+	guard cel.Expr // its complete match
 	round int
 }
 
@@ -60,7 +60,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		b := buckets[k]
 		var seq []step
 		var srcs []ir.Source
-		guarded := map[*ir.Mutation]cel.Expr{}
+		guards := map[*ir.Mutation]cel.Expr{}
 		rounds := 0
 		for _, gi := range b.groups {
 			g := groups[gi]
@@ -71,11 +71,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				if err != nil {
 					return nil, nil, &mutationError{m, err}
 				}
-				ops, err := cel.JSONPatch(m, env.Features())
-				if err != nil {
-					return nil, nil, &mutationError{m, err}
-				}
-				guarded[m] = cel.Guarded(guard, ops)
+				guards[m] = guard
 			}
 		}
 		for r := 0; r < rounds; r++ {
@@ -83,7 +79,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				g := groups[gi]
 				for i, m := range g.Mutations {
 					if g.Runs[i] > r {
-						seq = append(seq, step{m: m, ops: guarded[m], round: r})
+						seq = append(seq, step{m: m, guard: guards[m], round: r})
 					}
 				}
 			}
@@ -106,13 +102,9 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				}
 				batch = append(batch, seq[j])
 			}
-			var e cel.Expr
-			for _, s := range batch {
-				if e == nil {
-					e = s.ops
-				} else {
-					e = cel.Bin("+", e, s.ops)
-				}
+			e, err := fusedPatch(env, batch)
+			if err != nil {
+				return nil, nil, &mutationError{batch[0].m, err}
 			}
 			text, err := pr.jsonPatch(e)
 			if err != nil {
@@ -132,6 +124,52 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		policies = append(policies, p)
 	}
 	return policies, policyOf, nil
+}
+
+// fusedPatch is one JSONPatch expression for a batch of independent steps: first the object
+// nodes several of them would create (each once, empty), then every step's operations, all
+// computed from the same object.
+func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
+	ms := make([]*ir.Mutation, len(batch))
+	guardOf := map[*ir.Mutation]cel.Expr{}
+	for i, s := range batch {
+		ms[i] = s.m
+		guardOf[s.m] = s.guard
+	}
+	shared, assume := plan.SharedCreations(ms)
+	var e cel.Expr
+	if len(shared) > 0 {
+		nodes := make([]cel.SharedNode, len(shared))
+		for i, n := range shared {
+			var when []cel.Expr
+			for _, m := range n.Creators {
+				lg, err := cel.LabelsMatch(m.Match.LabelSelector)
+				if err != nil {
+					return nil, err
+				}
+				when = append(when, cel.And(guardOf[m], lg))
+			}
+			nodes[i] = cel.SharedNode{Path: n.Path, When: cel.Or(when...)}
+		}
+		pre, err := cel.PreCreate(nodes, env.Features())
+		if err != nil {
+			return nil, err
+		}
+		e = pre
+	}
+	for _, s := range batch {
+		ops, err := cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m])
+		if err != nil {
+			return nil, err
+		}
+		g := cel.Guarded(s.guard, ops)
+		if e == nil {
+			e = g
+		} else {
+			e = cel.Bin("+", e, g)
+		}
+	}
+	return e, nil
 }
 
 // unionMatch is the request-level match of a policy holding ms: the union of their rules (every

@@ -508,9 +508,9 @@ func persists(m *ir.Mutation, i int) bool {
 }
 
 // Fusable reports whether a and b can be computed from the same object and their patches
-// applied together: neither reads or overwrites what the other writes, and they create no node
-// on the part of their paths they share (two "add" operations creating one parent would
-// overwrite each other).
+// applied together: neither reads or overwrites what the other writes. Object nodes both may
+// create on the part of their paths they share are allowed (SharedCreations lists them; they are
+// created once, first), other shared creations (keyed list elements) are not.
 func Fusable(a, b *ir.Mutation) bool {
 	if !kindsOverlap(a.Match, b.Match) {
 		return true
@@ -526,15 +526,97 @@ func Fusable(a, b *ir.Mutation) bool {
 	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
 		shared++
 	}
+	if len(fa.full) <= shared || len(fb.full) <= shared {
+		return false
+	}
 	for _, f := range []*footprint{fa, fb} {
-		for _, c := range append(append([]path(nil), f.creates...), f.appends...) {
+		for _, c := range f.appends {
 			if len(c) <= shared {
 				return false
 			}
 		}
-		if len(f.full) <= shared {
+		for _, c := range f.creates {
+			if len(c) <= shared && !samePrefix(a.Path, b.Path, len(c)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// samePrefix: are the first n steps of a and b the same steps (not just compatible)?
+func samePrefix(a, b []ir.Step, n int) bool {
+	if len(a) < n || len(b) < n {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
 			return false
 		}
 	}
 	return true
+}
+
+// Shared is an object node that several mutations of a fused batch may create: Path leads to it,
+// Creators are the mutations that create it when it is missing and they apply.
+type Shared struct {
+	Path     []ir.Step
+	Creators []*ir.Mutation
+}
+
+// SharedCreations lists, parents first, the object nodes on the common part of the paths of
+// two or more mutations of batch that at least one of them may create, and for each mutation
+// the depth up to which its path runs through such nodes.
+func SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutation]int) {
+	type node struct {
+		path     []ir.Step
+		creators map[*ir.Mutation]bool
+		through  int
+	}
+	nodes := map[string]*node{}
+	var keys []string
+	key := func(p []ir.Step) string { return fmt.Sprintf("%#v", p) }
+	for _, m := range batch {
+		f := footprintOf(m)
+		creates := map[int]bool{}
+		for _, c := range f.creates {
+			creates[len(c)] = true
+		}
+		for d := 1; d < len(m.Path); d++ {
+			if m.Path[d-1].List {
+				continue
+			}
+			k := key(m.Path[:d])
+			n, ok := nodes[k]
+			if !ok {
+				n = &node{path: m.Path[:d], creators: map[*ir.Mutation]bool{}}
+				nodes[k] = n
+				keys = append(keys, k)
+			}
+			n.through++
+			if creates[d] {
+				n.creators[m] = true
+			}
+		}
+	}
+	var out []Shared
+	assume := map[*ir.Mutation]int{}
+	for _, k := range keys {
+		n := nodes[k]
+		if n.through < 2 || len(n.creators) < 2 {
+			continue
+		}
+		s := Shared{Path: n.path}
+		for _, m := range batch {
+			if n.creators[m] {
+				s.Creators = append(s.Creators, m)
+			}
+			if samePrefix(m.Path, n.path, len(n.path)) && len(m.Path) > len(n.path) {
+				assume[m] = max(assume[m], len(n.path))
+			}
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Path) < len(out[j].Path) })
+	return out, assume
 }

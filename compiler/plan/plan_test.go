@@ -98,6 +98,31 @@ func TestPlanGroupsAndRounds(t *testing.T) {
 	}
 }
 
+func TestSharedCreations(t *testing.T) {
+	ms := mutations(t,
+		assign("a", "spec.containers[name: *].securityContext.privileged", "false", ""),
+		assign("b", "spec.containers[name: *].securityContext.runAsNonRoot", "true", ""),
+		assign("c", "spec.dnsPolicy", "Default", ""),
+	)
+	nodes, assume := plan.SharedCreations(ms)
+	var got []string
+	for _, n := range nodes {
+		var names []string
+		for _, m := range n.Creators {
+			names = append(names, m.Source.Name)
+		}
+		got = append(got, fmt.Sprintf("%d:%v", len(n.Path), names))
+	}
+	// spec is on all three paths but only c creates it (a glob over a new list writes nothing,
+	// so a and b never do): c creates it alone. securityContext is created by a and b.
+	if want := "[4:[a b]]"; fmt.Sprint(got) != want {
+		t.Errorf("shared nodes %v, want %s", got, want)
+	}
+	if assume[ms[0]] != 4 || assume[ms[2]] != 0 {
+		t.Errorf("assume %v", assume)
+	}
+}
+
 func TestFusable(t *testing.T) {
 	ms := mutations(t,
 		assign("a", "spec.securityContext.runAsNonRoot", "true", ""),
@@ -106,6 +131,10 @@ func TestFusable(t *testing.T) {
 		assign("d", "spec.dnsPolicy", "None", ""),
 		assign("e", "spec.hostname", "h", "    pathTests:\n    - {subPath: spec, condition: MustExist}\n"),
 		assign("f", "spec.subdomain", "s", "    pathTests:\n    - {subPath: spec, condition: MustExist}\n"),
+		assign("g", "spec.containers[name: foo].image", "i", ""),
+		assign("h", "spec.containers[name: foo].imagePullPolicy", "Always", ""),
+		assign("i", "spec.containers[name: *].securityContext.privileged", "false", ""),
+		assign("j", "spec.containers[name: *].securityContext.runAsNonRoot", "true", ""),
 	)
 	byName := map[string]*ir.Mutation{}
 	for _, m := range ms {
@@ -115,10 +144,12 @@ func TestFusable(t *testing.T) {
 		a, b string
 		want bool
 	}{
-		{"a", "b", false}, // both may create spec.securityContext in one patch: the second add would win
-		{"a", "c", false}, // both may create spec when it is missing
+		{"a", "b", true},  // both may create spec.securityContext: created once, first
+		{"a", "c", true},  // both may create spec
 		{"c", "d", false}, // one place
 		{"e", "f", true},  // spec must exist: nothing shared is created
+		{"g", "h", false}, // both may append the element foo
+		{"i", "j", true},  // both may create securityContext in every container
 	} {
 		if got := plan.Fusable(byName[c.a], byName[c.b]); got != c.want {
 			t.Errorf("Fusable(%s, %s) = %v, want %v", c.a, c.b, got, c.want)

@@ -40,6 +40,13 @@ resolve_kube_version() {
 	fi
 	local q=${KUBE_VERSION%.x}
 	local v
+	# A release of that minor built earlier is used as is, without asking the proxy.
+	v=$(ls "$CACHE/bin" 2>/dev/null | sed -n "s/^kube-apiserver-\($q\.[0-9]*\)\.version\$/\1/p" | sort -V | tail -1)
+	if [[ -n $v ]]; then
+		log "KUBE_VERSION $KUBE_VERSION: using the cached $v"
+		KUBE_VERSION=$v
+		return
+	fi
 	v=$(cd "$CACHE" && build_env "$GO" mod download -json "k8s.io/kubernetes@$q" | sed -n 's/^[[:space:]]*"Version": "\(.*\)",$/\1/p' | head -1)
 	[[ -n $v ]] || die "cannot resolve k8s.io/kubernetes@$q"
 	log "KUBE_VERSION $KUBE_VERSION resolved to $v"

@@ -6,7 +6,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify"
@@ -75,8 +74,8 @@ func (r kaptestRef) matches(o *unstructured.Unstructured) bool {
 
 func (l *loader) kaptest(s *Suite, data []byte) error {
 	var f kaptestFile
-	if err := sigsyaml.UnmarshalStrict(firstDocument(data), &f); err != nil {
-		return l.errorf("", "%v", err)
+	if err := l.strict(data, &f); err != nil {
+		return err
 	}
 	if f.Version != "" && f.Version != "v1alpha1" {
 		return l.errorf("version", "%q: mapc reads kaptest manifests of version v1alpha1", f.Version)

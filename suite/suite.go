@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
+	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/compiler"
@@ -260,6 +261,28 @@ func (l *loader) sources(s *Suite, field string, docs []*source.Document, others
 	return nil
 }
 
+// strict decodes the suite document into out, reporting a misspelt or unknown field with its
+// line.
+func (l *loader) strict(data []byte, out any) error {
+	js, err := sigsyaml.YAMLToJSON(firstDocument(data))
+	if err != nil {
+		return l.errorf("", "%v", err)
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(js, out)
+	if err != nil {
+		return l.errorf("", "%v", err)
+	}
+	for _, e := range strictErrs {
+		msg := e.Error()
+		if i := strings.Index(msg, `unknown field "`); i >= 0 {
+			field := strings.TrimSuffix(msg[i+len(`unknown field "`):], `"`)
+			return l.errorf(field, "unknown field")
+		}
+		return l.errorf("", "%s", msg)
+	}
+	return nil
+}
+
 // ObjectRef is a Kubernetes object written inline, or the path of a file holding it.
 type ObjectRef struct {
 	Path   string
@@ -345,8 +368,8 @@ type mapcCase struct {
 
 func (l *loader) mapc(s *Suite, data []byte) error {
 	var f mapcFile
-	if err := sigsyaml.UnmarshalStrict(firstDocument(data), &f); err != nil {
-		return l.errorf("", "%v", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	if err := l.strict(data, &f); err != nil {
+		return err
 	}
 	if f.Metadata.Name != "" {
 		s.Name = f.Metadata.Name

@@ -144,10 +144,14 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	}
 	defer v.Close()
 	ctx := context.Background()
+	objects, err := inRequestNamespace(ctx, objDocs)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	var rs []verify.Result
 	failed := 0
-	for _, d := range objDocs {
-		r := v.Check(ctx, verify.Case{Object: d.Object})
+	for _, obj := range objects {
+		r := v.Check(ctx, verify.Case{Object: obj})
 		if !r.Pass {
 			failed++
 		}
@@ -170,4 +174,37 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d object(s) are not mutated as Gatekeeper mutates them", failed, len(rs))}
 	}
 	return nil
+}
+
+// inRequestNamespace returns the objects as admission sees them: a namespaced object written
+// without a namespace is created in the namespace of the request (default, as kubectl sends it),
+// and the API server sets it on the object before any admission plugin or webhook runs, so
+// Gatekeeper sees it too. Whether a kind is namespaced is the evaluator's REST mapping.
+func inRequestNamespace(ctx context.Context, docs []*source.Document) ([]*unstructured.Unstructured, error) {
+	var ev *admission.Evaluator
+	defer func() {
+		if ev != nil {
+			ev.Close()
+		}
+	}()
+	out := make([]*unstructured.Unstructured, len(docs))
+	for i, d := range docs {
+		out[i] = d.Object
+		if d.Object.GetNamespace() != "" {
+			continue
+		}
+		if ev == nil {
+			var err error
+			if ev, err = admission.New(admission.Options{}); err != nil {
+				return nil, err
+			}
+		}
+		got, err := ev.Admit(ctx, nil, admission.Request{Object: d.Object})
+		if err != nil || got.GetNamespace() == "" {
+			continue // not namespaced, or invalid: Check reports it
+		}
+		out[i] = d.Object.DeepCopy()
+		out[i].SetNamespace(got.GetNamespace())
+	}
+	return out, nil
 }

@@ -37,6 +37,7 @@ func TestVerify(t *testing.T) {
 	rejected := writeFile(t, dir, "rejected.yaml", rejectedPolicy)
 	refused := writeFile(t, dir, "refused.yaml", badAssign)
 	both := writeFile(t, dir, "both.yaml", ownerMutator+"---\n"+podV1)
+	noNamespace := writeFile(t, dir, "nons.yaml", strings.Replace(podV1, "  namespace: default\n", "", 1))
 
 	tests := []struct {
 		name     string
@@ -62,6 +63,11 @@ func TestVerify(t *testing.T) {
 			name:   "mutators and objects in one file",
 			args:   []string{"-f", both},
 			stdout: []string{"PASS Pod/default/app (1 policy", "1 passed, 0 failed"},
+		},
+		{
+			name:   "an object without a namespace is in the request's namespace, for Gatekeeper too",
+			args:   []string{"-f", mutator, "-f", noNamespace},
+			stdout: []string{"PASS Pod/default/app (", "1 passed, 0 failed"},
 		},
 		{
 			name:   "a correct hand-written policy passes",

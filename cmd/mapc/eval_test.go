@@ -330,3 +330,86 @@ func TestEvalAcceptsCompiledPolicies(t *testing.T) {
 		}
 	}
 }
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string}
+              color: {type: string}
+`
+
+const widgetPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: widget-size
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["example.com"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["widgets"]
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{spec: Object.spec{size: "large"}}'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: widget-size
+spec:
+  policyName: widget-size
+`
+
+const widget = `apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+  namespace: default
+spec:
+  color: blue
+`
+
+// Custom resources need their schema (--crd) for ApplyConfiguration; policies can come from stdin.
+func TestEvalCRDAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	crd := writeFile(t, dir, "crd.yaml", widgetCRD)
+	w := writeFile(t, dir, "widget.yaml", widget)
+
+	code, stdout, stderr := runCLI(t, widgetPolicy, "eval", "--policies", "-", "-f", w, "--crd", crd)
+	if code != 0 || !strings.Contains(stdout, "  size: large\n") || !strings.Contains(stdout, "  color: blue\n") {
+		t.Errorf("with --crd: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, widgetPolicy, "eval", "--policies", "-", "-f", w)
+	if code != 1 || !strings.Contains(stderr, "denied: ") || strings.Contains(stdout, "size: large") {
+		t.Errorf("without --crd: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, widgetPolicy, "eval", "--policies", "-", "-f", "-")
+	if code != 2 || !strings.Contains(stderr, "standard input") {
+		t.Errorf("two stdin: exit %d\n%s", code, stderr)
+	}
+	policies := writeFile(t, dir, "policies.yaml", widgetPolicy)
+	code, _, stderr = runCLI(t, "", "eval", "--policies", policies, "-f", w, "--crd", w)
+	if code != 1 || !strings.Contains(stderr, "--crd: ") {
+		t.Errorf("--crd of a Widget: exit %d\n%s", code, stderr)
+	}
+}

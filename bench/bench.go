@@ -1,0 +1,283 @@
+// Package bench measures mapc's compiled policies against Gatekeeper's engine and against
+// hand-written MutatingAdmissionPolicies, and the compiler's own throughput and memory.
+//
+// Everything here runs in process: Gatekeeper's engine (package reference/gatekeeper) and the
+// API server's MutatingAdmissionPolicy plugin (package cel/admission). See README.md for the
+// command (make bench) and the figures.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mapc-dev/mapc/cel/admission"
+	"github.com/mapc-dev/mapc/compiler"
+	frontend "github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/reference/gatekeeper"
+	"github.com/mapc-dev/mapc/suite"
+	"github.com/mapc-dev/mapc/verify"
+)
+
+// Root is the repository root, relative to this package's directory (where go test runs).
+var Root = ".."
+
+// Path joins p to the repository root.
+func Path(p ...string) string { return filepath.Join(append([]string{Root}, p...)...) }
+
+// Workload is a set of mutators and the objects they are admitted with.
+type Workload struct {
+	Name       string
+	Docs       []*source.Document // the mutators' documents (for the compiler)
+	Mutators   []*unstructured.Unstructured
+	Namespaces []*corev1.Namespace
+	// Objects are every object document (namespaces too), for correctness checks.
+	Objects []*unstructured.Unstructured
+	// Bench is the object whose admission is timed.
+	Bench *unstructured.Unstructured
+}
+
+// Load reads the mutators under mutatorPaths and the objects under objectPaths; bench names the
+// timed object ("Kind/namespace/name").
+func Load(name string, mutatorPaths, objectPaths []string, bench string) (*Workload, error) {
+	docs, err := source.ReadPaths(mutatorPaths, nil)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workload{Name: name}
+	for _, d := range docs {
+		if frontend.IsMutator(d.Object) {
+			w.Docs = append(w.Docs, d)
+			w.Mutators = append(w.Mutators, d.Object)
+		}
+	}
+	objDocs, err := source.ReadPaths(objectPaths, nil)
+	if err != nil {
+		return nil, err
+	}
+	if w.Namespaces, err = suite.Namespaces(objDocs); err != nil {
+		return nil, err
+	}
+	for _, d := range objDocs {
+		w.Objects = append(w.Objects, d.Object)
+		if suite.Identity(d.Object) == bench {
+			w.Bench = d.Object
+		}
+	}
+	if w.Bench == nil {
+		return nil, fmt.Errorf("%s: no object %s among %v", name, bench, objectPaths)
+	}
+	return w, nil
+}
+
+// Compile compiles the workload's mutators; any refusal is an error.
+func (w *Workload) Compile(layout compiler.Layout) ([]admission.PolicySet, error) {
+	out := compiler.Compile(w.Docs, compiler.Options{Layout: layout})
+	if len(out.Problems) > 0 {
+		return nil, fmt.Errorf("%s: compiling (%s): %v", w.Name, layout, out.Problems)
+	}
+	return Sets(out.Policies), nil
+}
+
+// Sets pairs each compiled policy with its binding.
+func Sets(ps []*emit.Policy) []admission.PolicySet {
+	out := make([]admission.PolicySet, len(ps))
+	for i, p := range ps {
+		out[i] = admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}}
+	}
+	return out
+}
+
+// ReadPolicies reads hand-written policies and bindings, checked as the API server checks them on
+// create (suite.ReadPolicies); any problem or warning is an error.
+func ReadPolicies(paths ...string) ([]admission.PolicySet, error) {
+	docs, err := source.ReadPaths(paths, nil)
+	if err != nil {
+		return nil, err
+	}
+	ps := suite.ReadPolicies(docs, nil)
+	if len(ps.Problems) > 0 {
+		return nil, fmt.Errorf("%v: %v", paths, ps.Problems)
+	}
+	if len(ps.Warnings) > 0 {
+		return nil, fmt.Errorf("%v: %v", paths, ps.Warnings)
+	}
+	return ps.Sets, nil
+}
+
+// Count is the number of policies and of mutations they hold.
+func Count(sets []admission.PolicySet) (policies, mutations int) {
+	for _, s := range sets {
+		mutations += len(s.Policy.Spec.Mutations)
+	}
+	return len(sets), mutations
+}
+
+// Engine admits one object and returns the stored object (normalized as verify does).
+type Engine interface {
+	Admit(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	Close()
+}
+
+// Gatekeeper is Gatekeeper's engine driven as its webhook drives it.
+type Gatekeeper struct {
+	eng *gatekeeper.Engine
+	ns  map[string]*corev1.Namespace
+}
+
+// NewGatekeeper builds Gatekeeper's engine for the workload's mutators.
+func NewGatekeeper(w *Workload) (*Gatekeeper, error) {
+	eng, err := gatekeeper.New(w.Mutators)
+	if err != nil {
+		return nil, err
+	}
+	if c := eng.Conflicts(); len(c) > 0 {
+		return nil, fmt.Errorf("%s: Gatekeeper skips mutators with schema conflicts: %v", w.Name, c)
+	}
+	g := &Gatekeeper{eng: eng, ns: map[string]*corev1.Namespace{}}
+	for _, ns := range w.Namespaces {
+		g.ns[ns.Name] = ns
+	}
+	return g, nil
+}
+
+// Admit implements Engine (the namespace lookup is the one verify does).
+func (g *Gatekeeper) Admit(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var ns *corev1.Namespace
+	if name := obj.GetNamespace(); name != "" && !suite.IsNamespace(obj) {
+		if ns = g.ns[name]; ns == nil {
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
+		}
+	}
+	return g.eng.Admit(ctx, gatekeeper.Request{Object: obj, Namespace: ns})
+}
+
+// Close implements Engine.
+func (g *Gatekeeper) Close() {}
+
+// MAP admits through the API server's MutatingAdmissionPolicy plugin, the policies in the order
+// given.
+type MAP struct {
+	ev   *admission.Evaluator
+	sets []admission.PolicySet
+}
+
+// NewMAP builds an evaluator for the policies.
+func NewMAP(w *Workload, sets []admission.PolicySet) (*MAP, error) {
+	ev, err := admission.New(admission.Options{Namespaces: w.Namespaces})
+	if err != nil {
+		return nil, err
+	}
+	return &MAP{ev: ev, sets: sets}, nil
+}
+
+// Admit implements Engine.
+func (m *MAP) Admit(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return m.ev.Admit(ctx, m.sets, admission.Request{Object: obj})
+}
+
+// Close implements Engine.
+func (m *MAP) Close() { m.ev.Close() }
+
+// Result is what one engine stored for one object, normalized (nil and the error if it denied).
+func Result(ctx context.Context, e Engine, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	in, err := verify.Normalize(obj)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.Admit(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return verify.Normalize(out)
+}
+
+// Same reports whether a and b are the same stored object.
+func Same(a, b *unstructured.Unstructured) bool {
+	return apiequality.Semantic.DeepEqual(a.Object, b.Object)
+}
+
+// Mem is a snapshot of the Go runtime's memory statistics.
+type Mem struct {
+	HeapSys, HeapInuse, Sys, TotalAlloc uint64
+}
+
+// ReadMem reads the runtime's statistics.
+func ReadMem() Mem {
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	return Mem{HeapSys: s.HeapSys, HeapInuse: s.HeapInuse, Sys: s.Sys, TotalAlloc: s.TotalAlloc}
+}
+
+// MiB formats a byte count.
+func MiB(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Check admits every object of the workload through each engine and fails on the first object
+// they store differently (or that one denies and another admits).
+func Check(ctx context.Context, w *Workload, engines map[string]Engine) error {
+	names := sortedKeys(engines)
+	for _, obj := range w.Objects {
+		var first *unstructured.Unstructured
+		var firstErr error
+		for i, n := range names {
+			got, err := Result(ctx, engines[n], obj)
+			if i == 0 {
+				first, firstErr = got, err
+				continue
+			}
+			switch {
+			case (err == nil) != (firstErr == nil):
+				return fmt.Errorf("%s: %s: %s says %v, %s says %v", w.Name, suite.Identity(obj), names[0], firstErr, n, err)
+			case err == nil && !Same(first, got):
+				return fmt.Errorf("%s: %s: %s and %s store different objects:\n%s", w.Name, suite.Identity(obj), names[0], n, suite.Diff(first, got))
+			}
+		}
+	}
+	return nil
+}
+
+// WorkloadSpec names the files of a workload.
+type WorkloadSpec struct {
+	Name     string
+	Mutators string // directory or file, relative to the repository root
+	Objects  string
+	Bench    string // the timed object
+	Expert   string // hand-written policies for the same mutations ("" if none)
+}
+
+// Workloads are the bench's mutator sets.
+func Workloads() []WorkloadSpec {
+	const objs, pod = "testdata/bench/objects", "Pod/shop/checkout-7d9f8b6c5d-x2x4k"
+	return []WorkloadSpec{
+		{Name: "examples", Mutators: "examples/gatekeeper", Objects: "examples/objects", Bench: "Pod/default/multi-container",
+			Expert: "testdata/bench/examples/expert-policies.yaml"},
+		{Name: "realistic-20", Mutators: "testdata/bench/realistic-20/mutators.yaml", Objects: objs, Bench: pod,
+			Expert: "testdata/bench/realistic-20/expert-policies.yaml"},
+		{Name: "realistic-50", Mutators: "testdata/bench/realistic-50/mutators.yaml", Objects: objs, Bench: pod},
+	}
+}
+
+// Load reads the workload.
+func (s WorkloadSpec) Load() (*Workload, error) {
+	return Load(s.Name, []string{Path(s.Mutators)}, []string{Path(s.Objects)}, s.Bench)
+}

@@ -1,0 +1,568 @@
+package gen
+
+import (
+	"slices"
+)
+
+const group = "mutations.gatekeeper.sh"
+
+var versions = []string{"v1", "v1beta1", "v1alpha1"}
+
+// mutator generates one mutator of a random kind, and where it writes.
+func (g *generator) mutator() (map[string]any, *located) {
+	r := g.r
+	switch x := r.IntN(100); {
+	case x < 45:
+		return g.assign(g.pickTarget(false), nil)
+	case x < 65:
+		return g.assignMetadata("", ""), nil
+	case x < 80:
+		return g.modifySet(g.pickTarget(false), nil)
+	default:
+		return g.assignImage(g.pickTarget(true), nil)
+	}
+}
+
+func (g *generator) base(kind, version string) map[string]any {
+	return map[string]any{
+		"apiVersion": group + "/" + version,
+		"kind":       kind,
+		"metadata":   map[string]any{"name": g.name(kind)},
+	}
+}
+
+func (g *generator) pickTarget(imageOnly bool) target {
+	var ts []target
+	for _, t := range g.targets {
+		if imageOnly && t.kind == "Namespace" {
+			continue
+		}
+		ts = append(ts, t)
+	}
+	return pick(g.r, ts)
+}
+
+// wants says whether a location suits a mutator kind.
+type wants func(p path) bool
+
+func endsInList(p path) bool {
+	if len(p) == 0 || p.endsInElement() {
+		return false
+	}
+	k := p.terminal().kind
+	return k == kList || k == kScalarList
+}
+
+func endsInImage(p path) bool { return len(p) > 0 && !p.endsInElement() && p.terminal().kind == kImage }
+
+func assignable(p path) bool { return len(p) > 0 && !(p.endsInElement() && p.last().glob) }
+
+// location picks a location in t for a mutator: often one derived from a location an earlier
+// mutator writes (the same, a prefix, a longer one, glob for key or key for glob), so that
+// mutators interact; otherwise a fresh one.
+func (g *generator) location(t target, ok wants, stop func(p path) float64) path {
+	r := g.r
+	if used := g.paths[t.kind]; len(used) > 0 && r.chance(0.6) {
+		for try := 0; try < 6; try++ {
+			p := g.derive(t, pick(r, used), stop)
+			if ok(p) {
+				return p
+			}
+		}
+	}
+	for try := 0; try < 50; try++ {
+		p := r.randomPath(t.root, stop)
+		if ok(p) {
+			return p
+		}
+	}
+	return nil
+}
+
+func (g *generator) derive(t target, u path, stop func(p path) float64) path {
+	r := g.r
+	p := u.clone()
+	switch r.IntN(6) {
+	case 0: // the same location
+	case 1: // a prefix
+		p = p[:1+r.IntN(len(p))]
+	case 2, 3: // toggle glob and key on one list step
+		var lists []int
+		for i, s := range p {
+			if s.list {
+				lists = append(lists, i)
+			}
+		}
+		if len(lists) == 0 {
+			return p
+		}
+		i := pick(r, lists)
+		s := p[i]
+		if s.glob {
+			s.glob = false
+			s.keyValue = pick(r, keyValues(s.n, s.keyField))
+		} else if r.chance(0.5) {
+			s.glob, s.keyValue = true, ""
+		} else {
+			s.keyValue = pick(r, keyValues(s.n, s.keyField))
+		}
+		p[i] = s
+	case 4: // longer: walk on from it (rest[0] is the wrapper's field)
+		rest := r.randomPath(&node{kind: kObject, fields: []field{{"_", p.terminal()}}}, stop)
+		p = append(p, rest[1:]...)
+	case 5: // the list itself, for ModifySet or a whole-list Assign
+		for i := len(p) - 1; i > 0; i-- {
+			if p[i].list {
+				p = p[:i]
+				break
+			}
+		}
+	}
+	return p
+}
+
+func (g *generator) assign(t target, p path) (map[string]any, *located) {
+	r := g.r
+	if p == nil {
+		p = g.location(t, assignable, func(p path) float64 {
+			s := p.last()
+			switch {
+			case s.list && s.glob:
+				return 0
+			case s.list:
+				return 0.2 // a whole element (a sidecar)
+			case s.n.kind == kList:
+				return 0.1
+			}
+			return 0.1
+		})
+		if p == nil {
+			return nil, nil
+		}
+	}
+	m := g.base("Assign", pick(r, versions))
+	params := map[string]any{}
+	params["assign"] = g.assignValue(t, p)
+	if pt := g.pathTests(p); pt != nil {
+		params["pathTests"] = pt
+	}
+	m["spec"] = map[string]any{
+		"applyTo":    g.applyTo(t),
+		"match":      g.match(t, true),
+		"location":   format(r, p),
+		"parameters": params,
+	}
+	return m, &located{t, p}
+}
+
+// assignValue is Assign's spec.parameters.assign for a location ending at p.
+func (g *generator) assignValue(t target, p path) map[string]any {
+	r := g.r
+	s := p.last()
+	n := s.n
+	if s.list {
+		e := r.value(n, 0.5, 2).(map[string]any)
+		if !r.chance(0.02) { // Gatekeeper rejects an element whose key differs
+			e[s.keyField] = s.keyValue
+		}
+		return map[string]any{"value": g.canon(t, p, e)}
+	}
+	switch {
+	case r.chance(0.01):
+		return map[string]any{"value": nil} // Gatekeeper rejects: "assign must set one of ..."
+	case (n.kind == kString || n.kind == kImage) && r.chance(0.12):
+		return map[string]any{"fromMetadata": map[string]any{"field": pick(r, []string{"name", "namespace"})}}
+	}
+	return map[string]any{"value": g.canon(t, p, r.value(n, 0.5, 2))}
+}
+
+// canon gives v in the form the API server stores at p, unless the case keeps values as
+// generated (Case.NonCanonical).
+func (g *generator) canon(t target, p path, v any) any {
+	if g.c.NonCanonical {
+		return v
+	}
+	if c, ok := canonical(t, p, v); ok {
+		return c
+	}
+	s := p.last()
+	key := ""
+	if s.list {
+		key = s.keyField
+	}
+	if c, ok := canonical(t, p, nonEmpty(s.n, key, s.keyValue)); ok {
+		return c
+	}
+	return v
+}
+
+// pathTests are 0–2 tests on prefixes of p.
+func (g *generator) pathTests(p path) []any {
+	r := g.r
+	if !r.chance(0.3) {
+		return nil
+	}
+	// Gatekeeper rejects a MustExist below a MustNotExist and two conditions on one node: the
+	// second test, on a longer prefix, is MustExist only below a MustExist (almost always).
+	a := 1 + r.IntN(len(p))
+	conds := []string{"MustExist", "MustNotExist"}
+	out := []any{map[string]any{"subPath": format(r, p[:a]), "condition": pick(r, conds)}}
+	if a < len(p) && r.chance(0.3) {
+		b := a + 1 + r.IntN(len(p)-a)
+		cond := "MustNotExist"
+		if out[0].(map[string]any)["condition"] == "MustExist" && r.chance(0.5) || r.chance(0.03) {
+			cond = "MustExist"
+		}
+		out = append(out, map[string]any{"subPath": format(r, p[:b]), "condition": cond})
+		if r.chance(0.5) {
+			out[0], out[1] = out[1], out[0]
+		}
+	}
+	return out
+}
+
+func (g *generator) assignMetadata(key, value string) map[string]any {
+	r := g.r
+	m := g.base("AssignMetadata", pick(r, versions))
+	field := "labels"
+	if key == "" {
+		if r.chance(0.4) {
+			field = "annotations"
+			key = pick(r, AnnotationKeys)
+		} else if len(g.waiting) > 0 && r.chance(0.6) {
+			keys := sortedKeys(g.waiting)
+			key = pick(r, keys)
+			value = pick(r, g.waiting[key])
+		} else {
+			key = pick(r, LabelKeys)
+		}
+	}
+	var assign map[string]any
+	switch {
+	case value != "":
+		assign = map[string]any{"value": value}
+	case r.chance(0.2):
+		assign = map[string]any{"fromMetadata": map[string]any{"field": pick(r, []string{"name", "namespace"})}}
+	case field == "labels":
+		assign = map[string]any{"value": pick(r, LabelValues)}
+	default:
+		assign = map[string]any{"value": pick(r, freeStrings)}
+	}
+	if r.chance(0.02) {
+		assign = map[string]any{"value": int64(3)} // Gatekeeper rejects non-strings
+	}
+	loc := format(r, path{{field: "metadata"}, {field: field}, {field: key}})
+	if field == "labels" {
+		if v, ok := assign["value"].(string); ok {
+			g.written[key] = v
+		}
+	}
+	var t target
+	if len(g.targets) > 1 && r.chance(0.5) {
+		t = pick(r, g.targets)
+	} else {
+		t = podTarget
+	}
+	m["spec"] = map[string]any{
+		"match":      g.match(t, false),
+		"location":   loc,
+		"parameters": map[string]any{"assign": assign},
+	}
+	return m
+}
+
+func (g *generator) modifySet(t target, p path) (map[string]any, *located) {
+	r := g.r
+	if p == nil {
+		p = g.location(t, endsInList, func(p path) float64 {
+			if k := p.terminal().kind; (k == kList || k == kScalarList) && !p.last().list {
+				return 0.6
+			}
+			return 0
+		})
+		if p == nil {
+			return nil, nil
+		}
+	}
+	m := g.base("ModifySet", pick(r, versions))
+	n := p.terminal()
+	var values []any
+	if n.kind == kList {
+		values = r.elements(n, 1+r.IntN(2), 0.4, 2)
+		if r.chance(0.2) {
+			values = append(values, values[0])
+		}
+	} else {
+		values = r.setValues(n.elem, 1+r.IntN(3), 0.5, 1)
+	}
+	if l, ok := g.canon(t, p, values).([]any); ok && len(l) == len(values) {
+		values = l
+	}
+	params := map[string]any{"values": map[string]any{"fromList": values}}
+	if x := r.IntN(10); x < 4 {
+		params["operation"] = "merge"
+	} else if x < 8 {
+		params["operation"] = "prune"
+	}
+	if pt := g.pathTests(p); pt != nil {
+		params["pathTests"] = pt
+	}
+	m["spec"] = map[string]any{
+		"applyTo":    g.applyTo(t),
+		"match":      g.match(t, true),
+		"location":   format(r, p),
+		"parameters": params,
+	}
+	return m, &located{t, p}
+}
+
+var (
+	imageDomains = []string{"my.reg:5000", "localhost", "localhost:5000", "docker.io", "gcr.io", "a.b.c", "reg-1.example.com"}
+	imagePaths   = []string{"nginx", "library/busybox", "a/b/c", "app_x", "a-b", "x.y"}
+	imageTags    = []string{":latest", ":v1.2", "@sha256:" + hex64, ":1", ":a_b-c.d"}
+)
+
+func (g *generator) assignImage(t target, p path) (map[string]any, *located) {
+	r := g.r
+	if p == nil {
+		p = g.location(t, endsInImage, func(p path) float64 { return 0 })
+		if p == nil {
+			return nil, nil
+		}
+	}
+	version := "v1alpha1"
+	if r.chance(0.01) {
+		version = "v1" // not served: rejected
+	}
+	m := g.base("AssignImage", version)
+	params := map[string]any{}
+	for params["assignDomain"] == nil && params["assignPath"] == nil && params["assignTag"] == nil {
+		if r.chance(0.5) {
+			params["assignDomain"] = pick(r, imageDomains)
+		}
+		if r.chance(0.4) {
+			params["assignPath"] = pick(r, imagePaths)
+		}
+		if r.chance(0.5) {
+			params["assignTag"] = pick(r, imageTags)
+		}
+	}
+	if r.chance(0.03) {
+		params["assignPath"] = "my.reg/x" // domain-like path without a domain: rejected unless a domain is set
+	}
+	if pt := g.pathTests(p); pt != nil {
+		params["pathTests"] = pt
+	}
+	m["spec"] = map[string]any{
+		"applyTo":    g.applyTo(t),
+		"match":      g.match(t, true),
+		"location":   format(r, p),
+		"parameters": params,
+	}
+	return m, &located{t, p}
+}
+
+// applyTo is Assign's, ModifySet's and AssignImage's spec.applyTo for target t.
+func (g *generator) applyTo(t target) []any {
+	r := g.r
+	entry := func(grp, version, kind string) map[string]any {
+		e := map[string]any{"groups": []any{grp}, "versions": []any{version}, "kinds": []any{kind}}
+		if r.chance(0.25) {
+			ops := pick(r, [][]any{{"CREATE"}, {"UPDATE"}, {"*"}, {"CREATE", "UPDATE"}})
+			e["operations"] = ops
+		}
+		return e
+	}
+	out := []any{entry(t.group, t.version, t.kind)}
+	if r.chance(0.1) {
+		out = append(out, entry("", "v1", "ConfigMap"))
+	}
+	if r.chance(0.05) {
+		out = append(out, entry(t.group, t.version, t.kind))
+	}
+	return out
+}
+
+// match is spec.match for a mutator of target t (AssignMetadata: t is only a hint).
+func (g *generator) match(t target, hasApplyTo bool) map[string]any {
+	r := g.r
+	m := map[string]any{}
+	switch x := r.IntN(100); {
+	case x < 65:
+		m["kinds"] = []any{map[string]any{"apiGroups": []any{t.group}, "kinds": []any{t.kind}}}
+	case x < 72:
+		m["kinds"] = []any{map[string]any{"apiGroups": []any{"*"}, "kinds": []any{"*"}}}
+	case x < 77:
+		m["kinds"] = []any{map[string]any{"kinds": []any{t.kind}}}
+	case x < 80:
+		m["kinds"] = []any{map[string]any{"apiGroups": []any{""}, "kinds": []any{"ConfigMap"}}}
+	case x < 85:
+		var ks []any
+		for _, tt := range g.targets {
+			ks = append(ks, map[string]any{"apiGroups": []any{tt.group}, "kinds": []any{tt.kind}})
+		}
+		m["kinds"] = ks
+	}
+	if r.chance(0.2) {
+		m["scope"] = pick(r, []string{"*", "Namespaced", "Cluster", "Namespaced"})
+	}
+	if r.chance(0.2) {
+		m["namespaces"] = toAny(subset(r, nsWildcards, 2))
+	}
+	if r.chance(0.15) {
+		m["excludedNamespaces"] = toAny(subset(r, nsWildcards, 2))
+	}
+	if r.chance(0.25) {
+		m["labelSelector"] = g.selector(LabelKeys, LabelValues, true)
+	}
+	if r.chance(0.15) {
+		m["namespaceSelector"] = g.selector(append([]string{"kubernetes.io/metadata.name"}, nsLabelKeys...), append(nsLabelValues, namespacePool...), false)
+	}
+	if r.chance(0.1) {
+		m["name"] = pick(r, nameWildcards)
+	}
+	if r.chance(0.1) {
+		m["source"] = pick(r, []string{"All", "Original", "All", "Original", "Generated"})
+	}
+	return m
+}
+
+// selector is a label selector over keys and values; waits records what it looks for, so that
+// AssignMetadata mutators may set it.
+func (g *generator) selector(keys, values []string, waits bool) map[string]any {
+	r := g.r
+	s := map[string]any{}
+	want := func(k, v string) {
+		if waits && !slices.Contains(g.waiting[k], v) {
+			g.waiting[k] = append(g.waiting[k], v)
+		}
+	}
+	labelValue := func(k string) string {
+		if v, ok := g.written[k]; ok && r.chance(0.5) {
+			return v
+		}
+		return pick(r, values)
+	}
+	if r.chance(0.6) {
+		ml := map[string]any{}
+		for _, k := range subset(r, keys, 2) {
+			v := labelValue(k)
+			ml[k] = v
+			want(k, v)
+		}
+		if len(ml) > 0 {
+			s["matchLabels"] = ml
+		}
+	}
+	var exprs []any
+	for i, n := 0, r.IntN(3); i < n; i++ {
+		k := pick(r, keys)
+		op := pick(r, []string{"In", "NotIn", "Exists", "DoesNotExist"})
+		e := map[string]any{"key": k, "operator": op}
+		switch op {
+		case "In", "NotIn":
+			var vs []any
+			for j, m := 0, 1+r.IntN(2); j < m; j++ {
+				v := labelValue(k)
+				vs = append(vs, v)
+				if op == "In" {
+					want(k, v)
+				}
+			}
+			e["values"] = vs
+			if r.chance(0.02) {
+				delete(e, "values") // invalid: Gatekeeper fails every request
+			}
+		case "Exists":
+			want(k, pick(r, values))
+		}
+		exprs = append(exprs, e)
+	}
+	if len(exprs) > 0 {
+		s["matchExpressions"] = exprs
+	}
+	return s
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// scenario adds a few mutators known to interact.
+func (g *generator) scenario() {
+	r := g.r
+	pod := podTarget
+	c := func(name string) path {
+		return path{{field: "spec", n: podSpec}, {field: "containers", n: podSpec.field("containers")}, {list: true, keyField: "name", keyValue: name, n: container}}
+	}
+	glob := path{{field: "spec", n: podSpec}, {field: "containers", n: podSpec.field("containers")}, {list: true, keyField: "name", glob: true, n: container}}
+	sub := func(p path, names ...string) path {
+		p = p.clone()
+		n := p.terminal()
+		for _, name := range names {
+			n = n.field(name)
+			p = append(p, step{field: name, n: n})
+		}
+		return p
+	}
+	add := func(m map[string]any, loc *located) {
+		if m != nil && g.accept(m) {
+			g.record(m, loc)
+		}
+	}
+	switch r.IntN(5) {
+	case 0: // a sidecar and a glob over all containers
+		name := pick(r, ContainerNames)
+		add(g.assign(pod, c(name)))
+		add(g.assign(pod, sub(glob, pick(r, []string{"imagePullPolicy", "securityContext"}))))
+	case 1: // AssignMetadata adds a label another mutator's selector waits for
+		k, v := pick(r, LabelKeys), pick(r, LabelValues)
+		g.waiting[k] = append(g.waiting[k], v)
+		add(g.assignMetadata(k, v), nil)
+		m, loc := g.assign(pod, nil)
+		if m != nil {
+			spec := m["spec"].(map[string]any)
+			spec["match"].(map[string]any)["labelSelector"] = map[string]any{"matchLabels": map[string]any{k: v}}
+			add(m, loc)
+		}
+	case 2: // ModifySet and Assign on one list
+		p := sub(c(pick(r, ContainerNames)), pick(r, []string{"args", "command"}))
+		if r.chance(0.5) {
+			p[2].glob, p[2].keyValue = true, ""
+		}
+		add(g.modifySet(pod, p))
+		add(g.assign(pod, p))
+	case 3: // AssignImage and Assign on one image
+		p := sub(c(pick(r, ContainerNames)), "image")
+		add(g.assign(pod, p))
+		if r.chance(0.5) {
+			p = sub(glob, "image")
+		}
+		add(g.assignImage(pod, p))
+	case 4: // a default: set only if missing, and another writer
+		p := r.randomPath(podRoot, func(path) float64 { return 0.1 })
+		if !assignable(p) {
+			return
+		}
+		m, loc := g.assign(pod, p)
+		if m != nil {
+			params := m["spec"].(map[string]any)["parameters"].(map[string]any)
+			params["pathTests"] = []any{map[string]any{"subPath": format(r, p), "condition": "MustNotExist"}}
+			add(m, loc)
+		}
+		add(g.assign(pod, p))
+	}
+}

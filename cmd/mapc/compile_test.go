@@ -89,7 +89,7 @@ func TestCompileStdinAndList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, `"kind": "List"`) || !strings.Contains(out, `"name": "gatekeeper-assign-pull"`) {
+	if !strings.Contains(out, `"kind": "List"`) || !strings.Contains(out, `"name": "gatekeeper-pods"`) {
 		t.Fatalf("unexpected output:\n%s", out)
 	}
 }
@@ -117,7 +117,7 @@ func TestCompileRefusalWritesNothing(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "Assign/broken") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if _, err := os.Stat(filepath.Join(outDir, "gatekeeper-assign-pull.yaml")); err != nil {
+	if _, err := os.Stat(filepath.Join(outDir, "gatekeeper-pods.yaml")); err != nil {
 		t.Errorf("the compiled policy was not written: %v", err)
 	}
 }
@@ -130,7 +130,7 @@ func TestCompileDirAndCheck(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	k, err := os.ReadFile(filepath.Join(outDir, "kustomization.yaml"))
-	if err != nil || !strings.Contains(string(k), "- gatekeeper-assign-pull.yaml") {
+	if err != nil || !strings.Contains(string(k), "- gatekeeper-pods.yaml") {
 		t.Fatalf("kustomization.yaml: %v\n%s", err, k)
 	}
 	if code, out, errs := runCLI(t, "", "compile", "-f", in, "-o", outDir, "--check"); code != 0 || out != "" {
@@ -138,15 +138,15 @@ func TestCompileDirAndCheck(t *testing.T) {
 	}
 	// Drift: change the mutator; --check reports a diff and exit 1, and writes nothing.
 	writeFile(t, dir, "in/m.yaml", strings.ReplaceAll(goodAssign, "Always", "IfNotPresent"))
-	before, _ := os.ReadFile(filepath.Join(outDir, "gatekeeper-assign-pull.yaml"))
+	before, _ := os.ReadFile(filepath.Join(outDir, "gatekeeper-pods.yaml"))
 	code, out, _ := runCLI(t, "", "compile", "-f", in, "-o", outDir, "--check")
 	if code != 1 || !strings.Contains(out, `-        value: "Always"`) && !strings.Contains(out, "-") {
 		t.Fatalf("check after drift: exit %d\n%s", code, out)
 	}
-	if !strings.Contains(out, "+++ "+filepath.Join(outDir, "gatekeeper-assign-pull.yaml")) || !strings.Contains(out, "IfNotPresent") {
+	if !strings.Contains(out, "+++ "+filepath.Join(outDir, "gatekeeper-pods.yaml")) || !strings.Contains(out, "IfNotPresent") {
 		t.Errorf("diff does not show the change:\n%s", out)
 	}
-	after, _ := os.ReadFile(filepath.Join(outDir, "gatekeeper-assign-pull.yaml"))
+	after, _ := os.ReadFile(filepath.Join(outDir, "gatekeeper-pods.yaml"))
 	if !bytes.Equal(before, after) {
 		t.Errorf("--check wrote to the directory")
 	}
@@ -232,15 +232,39 @@ spec:
     schema:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `)
-	_, without, _ := runCLI(t, "", "compile", "-f", in)
+	_, without, _ := runCLI(t, "", "compile", "-f", in, "--layout", "per-mutator")
 	if !strings.Contains(without, "- '*'") || !strings.Contains(without, `request.kind.kind in ["Widget"]`) {
 		t.Errorf("without --crd the kind must be checked in CEL:\n%s", without)
 	}
-	code, with, errs := runCLI(t, "", "compile", "-f", in, "--crd", crd)
+	code, with, errs := runCLI(t, "", "compile", "-f", in, "--crd", crd, "--layout", "per-mutator")
 	if code != 0 || !strings.Contains(with, "- widgets\n") || strings.Contains(with, "request.kind.kind") {
 		t.Errorf("with --crd: exit %d %s\n%s", code, errs, with)
 	}
 	if code, _, errs := runCLI(t, "", "compile", "-f", in, "--crd", in); code != 1 || !strings.Contains(errs, "no CustomResourceDefinition") {
 		t.Errorf("--crd without a CRD: exit %d %s", code, errs)
+	}
+}
+
+func TestCompileLayoutsAndExplain(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "m.yaml", goodAssign+"---\n"+strings.ReplaceAll(strings.ReplaceAll(goodAssign, "name: pull", "name: dns"), `"spec.containers[name: *].imagePullPolicy"`, "spec.dnsPolicy"))
+	_, fused, _ := runCLI(t, "", "compile", "-f", in)
+	if strings.Count(fused, "kind: MutatingAdmissionPolicy\n") != 1 || !strings.Contains(fused, "name: gatekeeper-pods\n") {
+		t.Errorf("fused layout: want one policy gatekeeper-pods:\n%s", fused)
+	}
+	_, per, _ := runCLI(t, "", "compile", "-f", in, "--layout", "per-mutator")
+	if strings.Count(per, "kind: MutatingAdmissionPolicy\n") != 2 || !strings.Contains(per, "name: gatekeeper-assign-dns\n") {
+		t.Errorf("per-mutator layout: want two policies:\n%s", per)
+	}
+	if code, _, _ := runCLI(t, "", "compile", "-f", in, "--layout", "other"); code != 2 {
+		t.Errorf("bad --layout: exit %d", code)
+	}
+	code, out, errs := runCLI(t, "", "explain", "-f", in, "--layout", "per-mutator")
+	if code != 0 || !strings.Contains(out, "gatekeeper-assign-pull: Assign/pull alone") {
+		t.Errorf("explain: exit %d %s\n%s", code, errs, out)
+	}
+	code, out, _ = runCLI(t, "", "explain", "-f", in, "--output", "json")
+	if code != 0 || !strings.Contains(out, `"policy": "gatekeeper-pods"`) {
+		t.Errorf("explain json: exit %d\n%s", code, out)
 	}
 }

@@ -34,6 +34,10 @@ import (
 // EnvKubeconfig names the kubeconfig of the throw-away API server the tests run against.
 const EnvKubeconfig = "MAPC_E2E_KUBECONFIG"
 
+// EnvCompileVersion, when set, is the Kubernetes version every case is compiled for (the
+// policies are still written in the API version the server serves).
+const EnvCompileVersion = "MAPC_E2E_COMPILE_VERSION"
+
 const (
 	// probeNamespace holds the probe objects used to see which policies the API server runs.
 	probeNamespace = "mapc-e2e"
@@ -126,6 +130,9 @@ func newCluster(kubeconfig string) (*cluster, error) {
 // compileVersion is the Kubernetes version to compile for: the case's own when it names one
 // that the server is at least, else the server's.
 func (c *cluster) compileVersion(want string) (*version.Version, error) {
+	if v := os.Getenv(EnvCompileVersion); v != "" {
+		return compiler.ParseVersion(v)
+	}
 	if want == "" {
 		return c.version, nil
 	}

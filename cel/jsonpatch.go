@@ -52,6 +52,10 @@ type jpgen struct {
 
 var emptyList = List()
 
+// IsEmpty reports whether e is the empty list literal: a mutation whose expression is [] never
+// writes anything (and [] alone does not type-check as list(JSONPatch)).
+func IsEmpty(e Expr) bool { return isEmpty(e) }
+
 func isEmpty(e Expr) bool {
 	l, ok := e.(listExpr)
 	return ok && len(l.elems) == 0
@@ -92,7 +96,7 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		key := Str(st.Field)
 		child := Index(cur, key)
 		cp := p.child(st.Field)
-		has := Bin("in", key, cur)
+		has := present(key, cur)
 		var whenExists, whenMissing Expr = emptyList, emptyList
 		var err error
 		if g.last(d) {
@@ -333,20 +337,25 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		}
 		return List(patchOp("replace", p, v)), nil
 	case ir.MergeSet:
+		// One "add" per value not yet in the list, at its end, in order. The values are literals:
+		// the list itself is never copied into a patch value (the API server may hand CEL its
+		// elements as typed objects, which do not marshal to JSON).
 		vals, err := Value(dedupe(op.Values))
 		if err != nil {
 			return nil, err
 		}
 		v := Ident("v")
-		add := Method(vals, "filter", v, Not(Bin("in", v, child)))
-		return List(patchOp("replace", p, Bin("+", child, add))), nil
+		return Method(Method(vals, "filter", v, Not(Bin("in", v, child))), "map", v, patchOp("add", p.child("-"), v)), nil
 	case ir.PruneSet:
+		// Remove every element equal to a value, by index; each removal shifts the later indices
+		// down by one, so the k-th removal (in ascending order) is at index i - k.
 		vals, err := Value(op.Values)
 		if err != nil {
 			return nil, err
 		}
-		v := Ident("v")
-		return List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), nil
+		i, e, k := Ident("pi"), Ident("pe"), Ident("pk")
+		idx := Method(child, "transformList", i, e, Bin("in", e, vals), i)
+		return Method(idx, "transformList", k, i, patchOp("remove", p.index(Bin("-", i, k)), nil)), nil
 	case ir.RewriteImage:
 		return List(patchOp("replace", p, RewriteImage(child, op))), nil
 	}
@@ -585,7 +594,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 	st := n.Path[d]
 	if !st.List {
 		key := Str(st.Field)
-		has := Bin("in", key, cur)
+		has := present(key, cur)
 		cp := p.child(st.Field)
 		if d == len(n.Path)-1 {
 			return condList(has, emptyList, List(patchOp("add", cp, Map(nil, nil)))), nil
@@ -638,3 +647,10 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 
 // PathExpr is the CEL value at path when every step on it exists (for guards).
 var _ = PreCreate
+
+// present is true when cur has the field key with a value other than null. The API server encodes
+// a typed object's unset required fields as null (a Pod whose spec an Assign replaced has
+// "containers": null) where Gatekeeper, which never re-encodes between mutators, has no field.
+func present(key, cur Expr) Expr {
+	return And(Bin("in", key, cur), Bin("!=", Index(cur, key), Null()))
+}

@@ -104,6 +104,11 @@ func Compile(docs []*source.Document, opts Options) *Output {
 				fail(g.Mutations[0], err)
 				continue
 			}
+			if p == nil {
+				m := g.Mutations[0]
+				out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: it can never write anything (its path tests exclude every object)", m.Source.File, m.Source.Line, m.Source))
+				continue
+			}
 			out.Policies = append(out.Policies, p)
 		}
 	} else {
@@ -178,6 +183,9 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 	if err != nil {
 		return nil, err
 	}
+	if cel.IsEmpty(e) {
+		return nil, nil
+	}
 	s, err := pr.jsonPatch(e)
 	if err != nil {
 		return nil, err
@@ -208,6 +216,10 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", m.Source, err)
 		}
+		if cel.IsEmpty(ops) {
+			exprs = append(exprs, "")
+			continue
+		}
 		s, err := pr.jsonPatch(cel.Guarded(guard, ops))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", m.Source, err)
@@ -226,10 +238,13 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 	var muts []emit.Mutation
 	for r := 0; r < g.Rounds; r++ {
 		for i, s := range exprs {
-			if g.Runs[i] > r {
+			if g.Runs[i] > r && s != "" {
 				muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
 			}
 		}
+	}
+	if len(muts) == 0 {
+		return nil, nil
 	}
 	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, nil, muts, opts.emitOptions())
 }

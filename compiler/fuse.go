@@ -61,6 +61,11 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		var seq []step
 		var srcs []ir.Source
 		guards := map[*ir.Mutation]cel.Expr{}
+		var members []*ir.Mutation
+		for _, gi := range b.groups {
+			members = append(members, groups[gi].Mutations...)
+		}
+		b.match = unionMatch(members)
 		rounds := 0
 		for _, gi := range b.groups {
 			g := groups[gi]
@@ -71,6 +76,13 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				if err != nil {
 					return nil, nil, &mutationError{m, err}
 				}
+				ops, err := cel.JSONPatch(m, env.Features())
+				if err != nil {
+					return nil, nil, &mutationError{m, err}
+				}
+				if cel.IsEmpty(ops) {
+					continue // it can never write anything
+				}
 				guards[m] = guard
 			}
 		}
@@ -78,7 +90,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			for _, gi := range b.groups {
 				g := groups[gi]
 				for i, m := range g.Mutations {
-					if g.Runs[i] > r {
+					if _, ok := guards[m]; ok && g.Runs[i] > r {
 						seq = append(seq, step{m: m, guard: guards[m], round: r})
 					}
 				}
@@ -112,6 +124,9 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			}
 			muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: text})
 			i = j
+		}
+		if len(muts) == 0 {
+			continue
 		}
 		sort.Slice(srcs, func(i, j int) bool { return srcs[i].Kind+"/"+srcs[i].Name < srcs[j].Kind+"/"+srcs[j].Name })
 		p, err := emit.NewPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, nil, muts, opts.emitOptions())

@@ -84,6 +84,12 @@ func Compile(docs []*source.Document) *Result {
 			reportErr(problem, err)
 			continue
 		}
+		if ws, ok := d.Mutator.(schema.MutatorWithSchema); ok {
+			// Gatekeeper holds every mutator it accepted, including ones that never apply, and
+			// they take part in schema conflicts. The error only says that a conflict exists; the
+			// DB records it, as in Gatekeeper.
+			_ = db.Upsert(ws)
+		}
 		m, reason, err := Lower(src, d)
 		if err != nil {
 			reportErr(problem, err)
@@ -92,10 +98,6 @@ func Compile(docs []*source.Document) *Result {
 		if reason != "" {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: %s", doc.File, doc.Line, name, reason))
 			continue
-		}
-		if ws, ok := d.Mutator.(schema.MutatorWithSchema); ok {
-			// The error only says that a conflict exists; the DB records it, as in Gatekeeper.
-			_ = db.Upsert(ws)
 		}
 		all = append(all, decoded{doc, d, m})
 	}

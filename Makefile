@@ -30,7 +30,7 @@ fuzz:
 	$(GO) test ./compiler/source/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	MAPC_BENCH=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/
 
 clean:
 	rm -rf bin

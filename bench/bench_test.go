@@ -2,8 +2,15 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	frontend "github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/reference/gatekeeper"
 	"github.com/mapc-dev/mapc/verify"
 )
 
@@ -46,4 +53,56 @@ func load(t testing.TB, wl WorkloadSpec) *Workload {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// TestRealistic20IsSubsetOf50: realistic-20 repeats 20 mutators of realistic-50 word for word.
+func TestRealistic20IsSubsetOf50(t *testing.T) {
+	read := func(p string) map[string]string {
+		docs, err := source.ReadPaths([]string{Path(p)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, d := range docs {
+			data, err := json.Marshal(d.Object.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[d.Object.GetKind()+"/"+d.Object.GetName()] = string(data)
+		}
+		return out
+	}
+	m20, m50 := read("testdata/bench/realistic-20/mutators.yaml"), read("testdata/bench/realistic-50/mutators.yaml")
+	if len(m20) != 20 || len(m50) != 50 {
+		t.Fatalf("realistic-20 has %d mutators, realistic-50 %d", len(m20), len(m50))
+	}
+	for k, v := range m20 {
+		if m50[k] != v {
+			t.Errorf("%s differs from (or is missing in) realistic-50", k)
+		}
+	}
+}
+
+// TestGenerate: the generated mutators are valid for Gatekeeper and distinct, and nearly all are
+// independent.
+func TestGenerate(t *testing.T) {
+	const n = 300
+	docs, err := source.Parse("generated.yaml", Generate(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, d := range docs {
+		objs = append(objs, d.Object)
+	}
+	if len(objs) != n {
+		t.Fatalf("%d documents", len(objs))
+	}
+	if _, err := gatekeeper.New(objs); err != nil {
+		t.Fatal(err)
+	}
+	groups := plan.Plan(frontend.Compile(docs).Mutations)
+	if len(groups) < n*9/10 {
+		t.Errorf("%d groups for %d mutators: most should be independent", len(groups), n)
+	}
 }

@@ -276,7 +276,7 @@ func matchResources(mr *admissionregistrationv1.MatchResources, va *admission.Ve
 		}
 		return false
 	}
-	return inRules(mr.ResourceRules) && !inRules(mr.ExcludeResourceRules)
+	return (len(mr.ResourceRules) == 0 || inRules(mr.ResourceRules)) && !inRules(mr.ExcludeResourceRules)
 }
 
 func has[T ~string](list []T, x string) bool {

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mapc-dev/mapc/cel/admission"
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/suite"
+)
+
+// Engine names, in report order.
+const (
+	engGatekeeper = "gatekeeper"
+	engNone       = "API server, no policy"
+	engFused      = "mapc fused"
+	engPerMutator = "mapc per-mutator"
+	engExpert     = "hand-written"
+)
+
+// admitCase is one engine ready to admit a workload's bench object.
+type admitCase struct {
+	workload, engine    string
+	e                   Engine
+	sets                []admission.PolicySet // nil for Gatekeeper
+	policies, mutations int
+	in                  *unstructured.Unstructured // the bench object, normalized
+	err                 error                      // why the engine could not be built (e.g. a refusal)
+	cost                Cost
+	costErr             error
+	allocs              int64
+	compile             time.Duration // for compiled policies
+}
+
+// setupAdmit builds every engine for the workload, checks that all of them store the same object
+// for every object of the workload (mismatch is the first difference, "" if none) and meters the
+// CEL cost of the policies on the bench object. Cases whose engine could not be built carry err.
+func setupAdmit(tb testing.TB, wl WorkloadSpec) (cases []*admitCase, mismatch string) {
+	tb.Helper()
+	ctx := context.Background()
+	w := load(tb, wl)
+	in, err := Result(ctx, identity{}, w.Bench)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	add := func(engine string, sets []admission.PolicySet, err error, took time.Duration) {
+		c := &admitCase{workload: wl.Name, engine: engine, sets: sets, in: in, err: err, compile: took}
+		if err == nil && engine != engGatekeeper {
+			c.policies, c.mutations = Count(sets)
+			c.e, c.err = NewMAP(w, sets)
+		}
+		cases = append(cases, c)
+	}
+	gk, err := NewGatekeeper(w)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cases = append(cases, &admitCase{workload: wl.Name, engine: engGatekeeper, e: gk, in: in})
+	add(engNone, []admission.PolicySet{}, nil, 0)
+	for _, l := range []struct {
+		name   string
+		layout compiler.Layout
+	}{{engFused, compiler.LayoutFused}, {engPerMutator, compiler.LayoutPerMutator}} {
+		start := time.Now()
+		sets, err := w.Compile(l.layout)
+		add(l.name, sets, err, time.Since(start))
+	}
+	if wl.Expert != "" {
+		sets, err := ReadPolicies(Path(wl.Expert))
+		add(engExpert, sets, err, 0)
+	}
+	tb.Cleanup(func() {
+		for _, c := range cases {
+			if c.e != nil {
+				c.e.Close()
+			}
+		}
+	})
+
+	engines := map[string]Engine{}
+	for _, c := range cases {
+		if c.err == nil && c.engine != engNone {
+			engines[c.engine] = c.e
+		}
+	}
+	if err := Check(ctx, w, engines); err != nil {
+		mismatch = err.Error()
+	}
+
+	meter := NewCostMeter(w.Namespaces)
+	for _, c := range cases {
+		if c.err != nil || c.sets == nil {
+			continue
+		}
+		var got *unstructured.Unstructured
+		c.cost, got, c.costErr = meter.Run(ctx, c.sets, in)
+		if c.costErr != nil {
+			continue
+		}
+		// The meter re-implements the request matching: it must end where the plugin ends.
+		want, err := Result(ctx, c.e, in)
+		if err != nil {
+			c.costErr = err
+			continue
+		}
+		if got, err = Result(ctx, identity{}, got); err != nil || !Same(want, got) {
+			c.costErr = fmt.Errorf("the cost meter's object differs from the plugin's (%v)\n%s", err, suite.Diff(want, got))
+		}
+	}
+	return cases, mismatch
+}
+
+// identity is an engine that changes nothing (to normalize objects).
+type identity struct{}
+
+func (identity) Admit(_ context.Context, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return o.DeepCopy(), nil
+}
+func (identity) Close() {}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 160 {
+		s = s[:160] + " …"
+	}
+	return s
+}
+
+// BenchmarkAdmit: go test -bench Admit ./bench/ (make bench prints the same with ratios).
+func BenchmarkAdmit(b *testing.B) {
+	ctx := context.Background()
+	for _, wl := range Workloads() {
+		cases, mismatch := setupAdmit(b, wl)
+		if mismatch != "" {
+			b.Errorf("%s", mismatch)
+		}
+		for _, c := range cases {
+			b.Run(wl.Name+"/"+strings.ReplaceAll(c.engine, " ", "-"), func(b *testing.B) {
+				if c.err != nil {
+					b.Skip(firstLine(c.err))
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.e.Admit(ctx, c.in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(c.cost.CEL), "cel-cost")
+			})
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
+)
+
+// TestBenchReport is make bench: every measurement, printed as tables with ratios measured in the
+// same run. It only runs with MAPC_BENCH=1 (it takes a few minutes); go test ./... runs
+// TestBenchSmoke instead.
+func TestBenchReport(t *testing.T) {
+	if os.Getenv("MAPC_BENCH") == "" {
+		t.Skip("set MAPC_BENCH=1 (make bench) to run the benchmarks")
+	}
+	out := io.Writer(os.Stdout)
+	fmt.Fprintf(out, "\nmapc bench — %s, %s/%s, GOMAXPROCS=%d, %d CPUs\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	ok := reportAdmission(t, out, Workloads(), false)
+	ok = reportCompile(t, out, compileSizes, budget()) && ok
+	ok = reportMemory(t, out, memoryObjects) && ok
+	if !ok {
+		t.Error("the report found problems (marked ✗ above)")
+	}
+}
+
+// TestBenchSmoke runs the harness quickly (a few admissions per engine, a small compile, no
+// child process): it checks that the engines agree and that every measurement works.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	var b strings.Builder
+	reportAdmission(t, &b, Workloads()[:1], true)
+	reportCompile(t, &b, []int{10}, time.Minute)
+	t.Log("\n" + b.String())
+}
+
+// ---- 1 and 2: per-request admission ----
+
+func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quick bool) bool {
+	ctx := context.Background()
+	ok := true
+	fmt.Fprintf(out, "\n1. Per-request admission of one object, in process (ns/op, allocs/op: testing.Benchmark; CEL: runtime cost units the API server's\n"+
+		"   evaluators count, summed over every expression that runs; ×GK and ×hand: ratios to Gatekeeper's engine and to the hand-written policies)\n\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tengine\tcompile\tpolicies\tmutations\tns/op\tallocs/op\t×GK\t×hand\tCEL cost\tCEL ×hand\t")
+	var notes []string
+	for _, wl := range workloads {
+		cases, mismatch := setupAdmit(t, wl)
+		ns := map[string]float64{}
+		for _, c := range cases {
+			if c.err != nil {
+				continue
+			}
+			if quick {
+				start := time.Now()
+				if _, err := c.e.Admit(ctx, c.in); err != nil {
+					t.Errorf("%s %s: %v", c.workload, c.engine, err)
+				}
+				ns[c.engine] = float64(time.Since(start).Nanoseconds())
+				continue
+			}
+			r := testing.Benchmark(func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.e.Admit(ctx, c.in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			ns[c.engine] = float64(r.T.Nanoseconds()) / float64(r.N)
+			c.allocs = r.AllocsPerOp()
+		}
+		var hand *admitCase
+		for _, c := range cases {
+			if c.engine == engExpert && c.err == nil {
+				hand = c
+			}
+		}
+		for _, c := range cases {
+			if c.err != nil {
+				ok = false
+				notes = append(notes, fmt.Sprintf("✗ %s, %s: %s", c.workload, c.engine, firstLine(c.err)))
+				comp := ""
+				if c.compile > 0 {
+					comp = round(c.compile)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t✗ not built\t\t\t\t\t\t\t\t\n", c.workload, c.engine, comp)
+				continue
+			}
+			pol, mut := "-", "-"
+			if c.sets != nil {
+				pol, mut = fmt.Sprint(c.policies), fmt.Sprint(c.mutations)
+			}
+			ratioHand, cost, costHand := "", "", ""
+			if hand != nil {
+				ratioHand = fmt.Sprintf("%.2f", ns[c.engine]/ns[engExpert])
+			}
+			if c.sets != nil {
+				if c.costErr != nil {
+					ok = false
+					cost = "✗"
+					notes = append(notes, fmt.Sprintf("✗ %s, %s: CEL cost: %s", c.workload, c.engine, firstLine(c.costErr)))
+				} else {
+					cost = fmt.Sprint(c.cost.CEL)
+					if hand != nil && hand.costErr == nil && hand.cost.CEL > 0 {
+						costHand = fmt.Sprintf("%.2f", float64(c.cost.CEL)/float64(hand.cost.CEL))
+					}
+				}
+			}
+			allocs := ""
+			if !quick {
+				allocs = fmt.Sprint(c.allocs)
+			}
+			comp := ""
+			if c.compile > 0 {
+				comp = round(c.compile)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t\n", c.workload, c.engine, comp, pol, mut, ns[c.engine], allocs,
+				ns[c.engine]/ns[engGatekeeper], ratioHand, cost, costHand)
+		}
+		if mismatch != "" {
+			ok = false
+			notes = append(notes, "✗ "+mismatch)
+			t.Errorf("%s", mismatch)
+		} else {
+			notes = append(notes, fmt.Sprintf("✓ %s: every engine built stores the same object for each of %s", wl.Name, wl.Objects))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	for _, n := range notes {
+		fmt.Fprintln(out, "   "+strings.ReplaceAll(n, "\n", "\n     "))
+	}
+	return ok
+}
+
+// ---- 3: compile throughput ----
+
+var (
+	compileSizes  = []int{100, 200, 500, 1000, 2000, 5000, 10000}
+	compileBudget = 60 * time.Second // a layout's series stops before a size predicted to take longer
+)
+
+// budget is compileBudget or MAPC_BENCH_COMPILE_BUDGET (a Go duration, e.g. 10m to run every size).
+func budget() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("MAPC_BENCH_COMPILE_BUDGET")); err == nil {
+		return d
+	}
+	return compileBudget
+}
+
+// predict extrapolates the compile time of next mutators from the last two sizes measured
+// (growth exponent at least 1).
+func predict(prevN int, prev time.Duration, n int, took time.Duration, next int) time.Duration {
+	e := 1.0
+	if prevN > 0 && prev > 0 && took > prev {
+		e = max(1, math.Log(float64(took)/float64(prev))/math.Log(float64(n)/float64(prevN)))
+	}
+	return time.Duration(float64(took) * math.Pow(float64(next)/float64(n), e))
+}
+
+func reportCompile(t *testing.T, out io.Writer, sizes []int, budget time.Duration) bool {
+	ok := true
+	fmt.Fprintf(out, "\n3. Compile throughput: generated mutators (bench.Generate), source.Parse then compiler.Compile, one run each;\n"+
+		"   a layout stops before a size extrapolated to take over %s\n\n", budget)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mutators\tlayout\tparse\tcompile\tcompile/mutator\tgrowth\tgroups\tpolicies\tmutations\tCEL bytes\tpeak heap\t")
+	var notes []string
+	for _, layout := range []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator} {
+		var first float64
+		var prevN int
+		var prev time.Duration
+		stopped := false
+		for i, n := range sizes {
+			if stopped {
+				continue
+			}
+			data := Generate(n)
+			runtime.GC()
+			start := time.Now()
+			docs, err := source.Parse("generated.yaml", data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parse := time.Since(start)
+			peak := newPeakHeap()
+			start = time.Now()
+			res := compiler.Compile(docs, compiler.Options{Layout: layout})
+			took := time.Since(start)
+			heap := peak.stop()
+			if len(res.Problems) > 0 {
+				ok = false
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t✗ %d refused\t\t\t\t\t\t\t\n", n, layout, round(parse), round(took), len(res.Problems))
+				notes = append(notes, fmt.Sprintf("✗ %d mutators, %s: %s", n, layout, firstLine(res.Problems[0])))
+			}
+			if i+1 < len(sizes) {
+				if p := predict(prevN, prev, n, took, sizes[i+1]); p > budget {
+					stopped = true
+					notes = append(notes, fmt.Sprintf("%s: %v and more not run: %d would take about %s (extrapolated)", layout, sizes[i+1:], sizes[i+1], round(p)))
+				}
+			}
+			prevN, prev = n, took
+			if len(res.Problems) > 0 {
+				continue
+			}
+			per := float64(took.Nanoseconds()) / float64(n)
+			if first == 0 {
+				first = per
+			}
+			muts, size := 0, 0
+			for _, p := range res.Policies {
+				muts += len(p.Policy.Spec.Mutations)
+				size += celBytes(p)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.2f\t%d\t%d\t%d\t%d\t%s\t\n", n, layout, round(parse), round(took),
+				round(time.Duration(per)), per/first, len(res.Groups), len(res.Policies), muts, size, MiB(heap))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\n   growth: compile time per mutator relative to the first size (1.00 everywhere = linear)\n")
+	for _, n := range notes {
+		fmt.Fprintln(out, "   "+n)
+	}
+	return ok
+}
+
+func celBytes(p *emit.Policy) int {
+	n := 0
+	for _, m := range p.Policy.Spec.Mutations {
+		if m.JSONPatch != nil {
+			n += len(m.JSONPatch.Expression)
+		}
+		if m.ApplyConfiguration != nil {
+			n += len(m.ApplyConfiguration.Expression)
+		}
+	}
+	for _, c := range p.Policy.Spec.MatchConditions {
+		n += len(c.Expression)
+	}
+	return n
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(100 * time.Nanosecond).String()
+	}
+}
+
+// peakHeap samples HeapInuse every few milliseconds until stopped.
+type peakHeap struct {
+	done chan struct{}
+	max  chan uint64
+}
+
+func newPeakHeap() *peakHeap {
+	p := &peakHeap{done: make(chan struct{}), max: make(chan uint64)}
+	go func() {
+		var m uint64
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if h := ReadMem().HeapInuse; h > m {
+				m = h
+			}
+			select {
+			case <-p.done:
+				p.max <- m
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakHeap) stop() uint64 {
+	close(p.done)
+	return <-p.max
+}
+
+// ---- 4: memory of verify on 1,000 objects ----
+
+const memoryObjects = 1000
+
+// memoryResult is what the child process reports.
+type memoryResult struct {
+	Layout                string
+	Objects, Policies     int
+	Orders                int
+	Passed, Failed        int
+	Seconds               float64
+	PeakHeapInuse         uint64
+	HeapSys, Sys, TotalAl uint64
+}
+
+func reportMemory(t *testing.T, out io.Writer, n int) bool {
+	fmt.Fprintf(out, "\n4. Memory of verify (verify.New + Check, results kept as mapc verify keeps them) on %d Pods with the realistic-20 set,\n"+
+		"   in a child process (max RSS from getrusage; heap from runtime.MemStats)\n\n", n)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVerifyMemoryChild$", "-test.count=1")
+	layout := compiler.LayoutFused
+	for _, wl := range Workloads() {
+		if wl.Name == "realistic-20" {
+			w := load(t, wl)
+			if _, err := w.Compile(layout); err != nil {
+				layout = compiler.LayoutPerMutator
+				fmt.Fprintf(out, "   the fused layout is refused (%s): measured with per-mutator\n\n", firstLine(err))
+			}
+		}
+	}
+	cmd.Env = append(os.Environ(), fmt.Sprintf("MAPC_BENCH_CHILD=%d", n), "MAPC_BENCH_LAYOUT="+string(layout))
+	cmd.Stderr = os.Stderr
+	data, err := cmd.Output()
+	if err != nil {
+		t.Errorf("memory child: %v\n%s", err, data)
+		return false
+	}
+	var r memoryResult
+	line := ""
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "MEMORY ") {
+			line = strings.TrimPrefix(l, "MEMORY ")
+		}
+	}
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Errorf("memory child: %v\n%s", err, data)
+		return false
+	}
+	rss := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "objects\tlayout\tpolicies\torders/object\tpassed\tfailed\ttime\tmax RSS\tpeak heap in use\tHeapSys\tSys\tTotalAlloc\t")
+	fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%s\t%s\t%s\t%s\t\n", r.Objects, r.Layout, r.Policies, r.Orders, r.Passed, r.Failed, r.Seconds,
+		MiB(rss), MiB(r.PeakHeapInuse), MiB(r.HeapSys), MiB(r.Sys), MiB(r.TotalAl))
+	tw.Flush()
+	return r.Failed == 0
+}

@@ -86,7 +86,32 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	for _, p := range fe.Problems {
 		out.Problems = append(out.Problems, p)
 	}
-	out.Groups = plan.Plan(fe.Mutations)
+	var ms []*ir.Mutation
+	for _, m := range fe.Mutations {
+		if err := checkCanonical(m); err != nil {
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: valueField(m), Msg: err.Error()})
+			continue
+		}
+		ms = append(ms, m)
+	}
+	out.Groups = plan.Plan(ms)
+	// Refuse the groups Gatekeeper's in-memory quirks make irreproducible, and plan the rest again.
+	refused := map[*ir.Mutation]bool{}
+	for _, g := range out.Groups {
+		for m, msg := range quirks(g) {
+			refused[m] = true
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec", Msg: msg})
+		}
+	}
+	if len(refused) > 0 {
+		var keep []*ir.Mutation
+		for _, m := range ms {
+			if !refused[m] {
+				keep = append(keep, m)
+			}
+		}
+		out.Groups = plan.Plan(keep)
+	}
 	fail := func(m *ir.Mutation, err error) {
 		out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})
 	}
@@ -351,4 +376,13 @@ func problemLess(a, b error) bool {
 		}
 	}
 	return a.Error() < b.Error()
+}
+
+// valueField names the field holding a mutation's value(s), for messages.
+func valueField(m *ir.Mutation) string {
+	switch m.Op.(type) {
+	case ir.MergeSet, ir.PruneSet:
+		return "spec.parameters.values"
+	}
+	return "spec.parameters.assign.value"
 }

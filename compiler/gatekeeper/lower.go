@@ -124,6 +124,18 @@ func sortKey(id types.ID) string {
 var allOperations = []string{"CREATE", "UPDATE"}
 
 func lowerMatch(out *ir.Match, m *match.Match, applyTo []match.MutationApplyTo, obj any) (string, error) {
+	// Gatekeeper checks the selectors before the source: an invalid one fails every request.
+	for _, sel := range []struct {
+		s     *metav1.LabelSelector
+		field string
+	}{{m.LabelSelector, "spec.match.labelSelector"}, {m.NamespaceSelector, "spec.match.namespaceSelector"}} {
+		if sel.s == nil {
+			continue
+		}
+		if _, err := metav1.LabelSelectorAsSelector(sel.s); err != nil {
+			return "", &FieldError{Field: sel.field, Msg: "Gatekeeper fails every request this mutator sees with this selector: " + err.Error()}
+		}
+	}
 	switch types.SourceType(m.Source) {
 	case "", types.SourceTypeAll, types.SourceTypeOriginal:
 	case types.SourceTypeGenerated:
@@ -145,17 +157,6 @@ func lowerMatch(out *ir.Match, m *match.Match, applyTo []match.MutationApplyTo, 
 		out.ExcludedNamespaces = append(out.ExcludedNamespaces, string(n))
 	}
 	out.Name = string(m.Name)
-	for _, sel := range []struct {
-		s     *metav1.LabelSelector
-		field string
-	}{{m.LabelSelector, "spec.match.labelSelector"}, {m.NamespaceSelector, "spec.match.namespaceSelector"}} {
-		if sel.s == nil {
-			continue
-		}
-		if _, err := metav1.LabelSelectorAsSelector(sel.s); err != nil {
-			return "", &FieldError{Field: sel.field, Msg: "Gatekeeper fails every request this mutator sees with this selector: " + err.Error()}
-		}
-	}
 	out.LabelSelector = m.LabelSelector
 	out.NamespaceSelector = m.NamespaceSelector
 	kindOK := func(group, kind string) bool {

@@ -1,0 +1,170 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
+// checkCanonical refuses values that the API server would not store as written. Gatekeeper
+// applies all its mutators to one in-memory object, so the next mutator sees a value exactly as
+// the previous one wrote it (an empty list, a null, hostnames: []); the API server re-encodes the
+// typed object after every policy mutation and drops what the type omits when empty. The two
+// then disagree about what exists, and no policy can reproduce Gatekeeper. A value that the API
+// server keeps as written has no such problem.
+//
+// Only built-in kinds are checked (their Go types are the schema); a value that does not fit the
+// type at all is refused too, as the API server would reject the patched object.
+func checkCanonical(m *ir.Mutation) error {
+	var values []any
+	switch op := m.Op.(type) {
+	case ir.SetValue:
+		if op.FromMetadata != "" {
+			return nil
+		}
+		values = []any{op.Value}
+	case ir.MergeSet:
+		values = []any{op.Values}
+	case ir.PruneSet:
+		values = []any{op.Values}
+	default:
+		return nil
+	}
+	for _, r := range m.Match.Rules {
+		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+		if !clientgoscheme.Scheme.Recognizes(gvk) {
+			continue
+		}
+		for _, v := range values {
+			stored, err := roundTrip(gvk, m.Path, v)
+			if err != nil {
+				return fmt.Errorf("the value does not fit %s at this location: %v", gvk.Kind, err)
+			}
+			if drops(norm(v), norm(stored)) {
+				s, _ := json.Marshal(stored)
+				w, _ := json.Marshal(v)
+				return fmt.Errorf("the API server stores the value %s as %s (a %s has no room for empty lists and maps and nulls in optional fields); "+
+					"Gatekeeper's later mutators see the value as written, the API server's the value as stored, so no policy can match Gatekeeper: write the value as the API server stores it",
+					w, s, gvk.Kind)
+			}
+		}
+	}
+	return nil
+}
+
+// roundTrip puts v at path in an otherwise empty object of kind gvk, passes it through the Go type
+// as the API server does, and returns what is at path afterwards (nil when it is gone).
+func roundTrip(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) {
+	root, ok := build(path, 0, v).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the location does not start with a field")
+	}
+	obj := &unstructured.Unstructured{Object: root}
+	obj.SetGroupVersionKind(gvk)
+	typed, err := clientgoscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, typed, true); err != nil {
+		return nil, err
+	}
+	back, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	var cur any = back
+	for _, st := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			if st.List {
+				return nil, nil
+			}
+			cur = c[st.Field]
+		case []any:
+			if len(c) == 0 {
+				return nil, nil
+			}
+			cur = c[0]
+		default:
+			return nil, nil
+		}
+	}
+	return cur, nil
+}
+
+// build is the smallest value in which path[i:] leads to v: a map for a field step, a list of one
+// element (carrying its key) for a list step.
+func build(path []ir.Step, i int, v any) any {
+	if i == len(path) {
+		return v
+	}
+	st := path[i]
+	if !st.List {
+		return map[string]any{st.Field: build(path, i+1, v)}
+	}
+	if i == len(path)-1 {
+		return []any{v}
+	}
+	elem, _ := build(path, i+1, v).(map[string]any)
+	if elem == nil {
+		elem = map[string]any{}
+	}
+	key := st.KeyValue
+	if st.Glob {
+		key = "x"
+	}
+	if _, ok := elem[st.KeyField]; !ok {
+		elem[st.KeyField] = key
+	}
+	return []any{elem}
+}
+
+// norm is v as plain JSON values (numbers as float64).
+func norm(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+// drops reports whether stored lacks or changes anything written has. Fields the type adds
+// (an empty resources: {} in a container) do not count: the API server adds them to every
+// object, including the ones Gatekeeper sees in the request.
+func drops(written, stored any) bool {
+	switch w := written.(type) {
+	case map[string]any:
+		s, ok := stored.(map[string]any)
+		if !ok {
+			return true
+		}
+		for k, wv := range w {
+			sv, ok := s[k]
+			if !ok || drops(wv, sv) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		s, ok := stored.([]any)
+		if !ok || len(s) != len(w) {
+			return true
+		}
+		for i := range w {
+			if drops(w[i], s[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	return !reflect.DeepEqual(written, stored)
+}

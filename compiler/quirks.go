@@ -1,0 +1,110 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/plan"
+)
+
+// quirks finds pairs of mutations in one group whose combined result in Gatekeeper depends on how
+// Gatekeeper holds values in memory during one admission request, which the API server (it
+// re-encodes the object after every mutation) cannot reproduce. Each problem names both.
+func quirks(g *plan.Group) map[*ir.Mutation]string {
+	out := map[*ir.Mutation]string{}
+	for _, a := range g.Mutations {
+		for _, b := range g.Mutations {
+			if a == b || !overlap(a.Path, b.Path) {
+				continue
+			}
+			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata == "" && hasNumber(sv.Value) {
+				if vs := setValues(b); vs != nil && hasNumber(vs) {
+					msg := fmt.Sprintf("%s writes numbers where %s compares numbers: within one request Gatekeeper holds an Assign's numbers as floating point and a ModifySet's as integers, so they never compare equal, while the API server compares them as equal; no policy can reproduce that", a.Source, b.Source)
+					out[a], out[b] = msg, msg
+				}
+			}
+			if ms, ok := b.Op.(ir.MergeSet); ok && hasDuplicates(ms.Values) {
+				if _, isMerge := a.Op.(ir.MergeSet); !isMerge || a != b {
+					msg := fmt.Sprintf("%s merges duplicate values into a list %s also writes: Gatekeeper sets the duplicates when the list is missing but not when it is empty, and the API server cannot tell an empty list from a missing one between mutations; remove the duplicates", b.Source, a.Source)
+					out[a], out[b] = msg, msg
+				}
+			}
+			if _, ok := a.Op.(ir.PruneSet); ok && testsExistence(b, a.Path) {
+				msg := fmt.Sprintf("%s may prune a list to empty and %s tests whether it exists: Gatekeeper sees the empty list, the API server drops it between mutations; no policy can reproduce that", a.Source, b.Source)
+				out[a], out[b] = msg, msg
+			}
+		}
+	}
+	return out
+}
+
+func setValues(m *ir.Mutation) []any {
+	switch op := m.Op.(type) {
+	case ir.MergeSet:
+		return op.Values
+	case ir.PruneSet:
+		return op.Values
+	}
+	return nil
+}
+
+func hasNumber(v any) bool {
+	switch x := v.(type) {
+	case int, int32, int64, float64:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasNumber(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasNumber(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasDuplicates(vs []any) bool {
+	for i := range vs {
+		for j := i + 1; j < len(vs); j++ {
+			if cmp.Equal(vs[i], vs[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// overlap: is one path a prefix of (a path compatible with) the other?
+func overlap(a, b []ir.Step) bool {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		x, y := a[i], b[i]
+		if x.List != y.List {
+			return false
+		}
+		if !x.List && x.Field != y.Field {
+			return false
+		}
+		if x.List && !x.Glob && !y.Glob && x.KeyField == y.KeyField && x.KeyValue != y.KeyValue {
+			return false
+		}
+	}
+	return true
+}
+
+// testsExistence: does m test whether a node at or below p exists?
+func testsExistence(m *ir.Mutation, p []ir.Step) bool {
+	for i := range m.Path {
+		if m.ExistsOK[i] != m.MissingOK[i] && i+1 >= len(p) && overlap(m.Path[:i+1], p) {
+			return true
+		}
+	}
+	return false
+}

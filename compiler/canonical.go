@@ -50,9 +50,13 @@ func checkCanonical(m *ir.Mutation) error {
 			if drops(norm(v), norm(stored)) {
 				s, _ := json.Marshal(stored)
 				w, _ := json.Marshal(v)
-				return fmt.Errorf("the API server stores the value %s as %s (a %s has no room for empty lists and maps and nulls in optional fields); "+
+				as := "as " + string(s)
+				if stored == nil {
+					as = "as nothing at all"
+				}
+				return fmt.Errorf("the API server stores the value %s %s (a %s has no room for empty lists and maps and nulls in optional fields); "+
 					"Gatekeeper's later mutators see the value as written, the API server's the value as stored, so no policy can match Gatekeeper: write the value as the API server stores it",
-					w, s, gvk.Kind)
+					w, as, gvk.Kind)
 			}
 		}
 	}

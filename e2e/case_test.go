@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel/admission"
@@ -106,22 +107,46 @@ var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
 //	   predictions, ignoring server-set metadata and status.
 //	D. everything is deleted (also when the case fails).
 func runCase(t *testing.T, c *cluster, tc testCase) {
-	ctx := context.Background()
 	kv, err := c.compileVersion(tc.kubeVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := compiler.Compile(tc.mutators, compiler.Options{KubernetesVersion: kv})
-	if len(out.Problems) > 0 {
-		var msgs []string
-		for _, p := range out.Problems {
-			msgs = append(msgs, p.Error())
-		}
-		if tc.skipOnProblems {
-			t.Skipf("the compiler refuses part of this case (for %s): %s", kv, strings.Join(msgs, "; "))
-		}
-		t.Fatalf("compile for %s: %s", kv, strings.Join(msgs, "; "))
+	var first []byte
+	for _, layout := range layouts {
+		t.Run(string(layout), func(t *testing.T) {
+			out := compiler.Compile(tc.mutators, compiler.Options{KubernetesVersion: kv, Layout: layout})
+			if len(out.Problems) > 0 {
+				var msgs []string
+				for _, p := range out.Problems {
+					msgs = append(msgs, p.Error())
+				}
+				if tc.skipOnProblems {
+					t.Skipf("the compiler refuses part of this case (for %s): %s", kv, strings.Join(msgs, "; "))
+				}
+				t.Fatalf("compile for %s: %s", kv, strings.Join(msgs, "; "))
+			}
+			data, err := json.Marshal(out.Policies)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first != nil && string(data) == string(first) {
+				t.Skipf("the same policies as layout %s", layouts[0])
+			}
+			if first == nil {
+				first = data
+			}
+			runCompiled(t, c, tc, out, kv)
+		})
 	}
+}
+
+// layouts are the compiler's layouts, each tested.
+var layouts = []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator}
+
+// runCompiled runs one case with its compiled policies.
+func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv *version.Version) {
+	ctx := context.Background()
+	var err error
 	var mutators []*unstructured.Unstructured
 	for _, d := range tc.mutators {
 		if gkfront.IsMutator(d.Object) {

@@ -22,6 +22,7 @@ const (
 	examplesDir = "../examples/gatekeeper"
 	objectsDir  = "../examples/objects"
 	goldenDir   = "../testdata/golden"
+	benchDir    = "../testdata/bench"
 )
 
 func TestMain(m *testing.M) {
@@ -139,4 +140,22 @@ func hasMutator(docs []*source.Document) bool {
 		}
 	}
 	return false
+}
+
+// TestWorkloads runs the benchmark workloads (testdata/bench/<name>/mutators.yaml, e.g. a
+// realistic set of 20 mutators) on the benchmark objects (testdata/bench/objects).
+func TestWorkloads(t *testing.T) {
+	c := connect(t)
+	files, _ := filepath.Glob(filepath.Join(benchDir, "*", "mutators.yaml"))
+	objDir := filepath.Join(benchDir, "objects")
+	if _, err := os.Stat(objDir); err != nil || len(files) == 0 {
+		t.Skipf("no workloads under %s", benchDir)
+	}
+	sort.Strings(files)
+	objects := readObjects(t, objDir)
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			runCase(t, c, testCase{name: f, mutators: readMutators(t, f), objects: objects})
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,23 @@ func TestVerifyMemoryChild(t *testing.T) {
 	m := ReadMem()
 	r.HeapSys, r.Sys, r.TotalAl = m.HeapSys, m.Sys, m.TotalAlloc
 	_ = verify.Summary(results)
+	r.VmHWM = vmHWM()
 	data, _ := json.Marshal(r)
 	fmt.Printf("MEMORY %s\n", data)
+}
+
+// vmHWM is the process's peak resident set size (Linux /proc/self/status VmHWM), 0 if unknown. Unlike
+// getrusage's ru_maxrss seen by a parent, it does not include the parent's memory at fork time.
+func vmHWM() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }

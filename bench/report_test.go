@@ -3,12 +3,14 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +30,9 @@ func TestBenchReport(t *testing.T) {
 		t.Skip("set MAPC_BENCH=1 (make bench) to run the benchmarks")
 	}
 	out := io.Writer(os.Stdout)
+	if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1s" {
+		_ = f.Value.Set("300ms") // three rounds of 300 ms rather than one of 1 s
+	}
 	fmt.Fprintf(out, "\nmapc bench — %s, %s/%s, GOMAXPROCS=%d, %d CPUs\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	ok := reportAdmission(t, out, Workloads(), false)
 	ok = reportCompile(t, out, compileSizes, budget()) && ok
@@ -44,18 +49,30 @@ func TestBenchSmoke(t *testing.T) {
 		t.Skip("short")
 	}
 	var b strings.Builder
-	reportAdmission(t, &b, Workloads()[:1], true)
-	reportCompile(t, &b, []int{10}, time.Minute)
+	ok := reportAdmission(t, &b, Workloads()[:1], true)
+	ok = reportCompile(t, &b, []int{10}, time.Minute) && ok
 	t.Log("\n" + b.String())
+	if !ok {
+		t.Error("problems (marked ✗)")
+	}
 }
 
 // ---- 1 and 2: per-request admission ----
 
+// rounds is how many times each engine is benchmarked (MAPC_BENCH_ROUNDS, default 3).
+var rounds = func() int {
+	if n, err := strconv.Atoi(os.Getenv("MAPC_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
+}()
+
 func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quick bool) bool {
 	ctx := context.Background()
 	ok := true
-	fmt.Fprintf(out, "\n1. Per-request admission of one object, in process (ns/op, allocs/op: testing.Benchmark; CEL: runtime cost units the API server's\n"+
-		"   evaluators count, summed over every expression that runs; ×GK and ×hand: ratios to Gatekeeper's engine and to the hand-written policies)\n\n")
+	fmt.Fprintf(out, "\n1. Per-request admission of one object, in process. ns/op, allocs/op: testing.Benchmark, the fastest of %d rounds over all engines\n"+
+		"   (-test.benchtime each); CEL: runtime cost units the API server's evaluators count, summed over every expression that runs;\n"+
+		"   ×GK, ×hand: ratios to Gatekeeper's engine and to the hand-written policies; compile: compiler.Compile of the workload\n\n", rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tengine\tcompile\tpolicies\tmutations\tns/op\tallocs/op\t×GK\t×hand\tCEL cost\tCEL ×hand\t")
 	var notes []string
@@ -63,27 +80,34 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 		cases, mismatch := setupAdmit(t, wl)
 		ns := map[string]float64{}
 		for _, c := range cases {
-			if c.err != nil {
+			if c.err != nil || !quick {
 				continue
 			}
-			if quick {
-				start := time.Now()
-				if _, err := c.e.Admit(ctx, c.in); err != nil {
-					t.Errorf("%s %s: %v", c.workload, c.engine, err)
+			start := time.Now()
+			if _, err := c.e.Admit(ctx, c.in); err != nil {
+				t.Errorf("%s %s: %v", c.workload, c.engine, err)
+			}
+			ns[c.engine] = float64(time.Since(start).Nanoseconds())
+		}
+		// Rounds over all engines in turn; the fastest round of each counts (the machine is shared).
+		for r := 0; r < rounds && !quick; r++ {
+			for _, c := range cases {
+				if c.err != nil {
+					continue
 				}
-				ns[c.engine] = float64(time.Since(start).Nanoseconds())
-				continue
-			}
-			r := testing.Benchmark(func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := c.e.Admit(ctx, c.in); err != nil {
-						b.Fatal(err)
+				res := testing.Benchmark(func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := c.e.Admit(ctx, c.in); err != nil {
+							b.Fatal(err)
+						}
 					}
+				})
+				if v := float64(res.T.Nanoseconds()) / float64(res.N); r == 0 || v < ns[c.engine] {
+					ns[c.engine] = v
 				}
-			})
-			ns[c.engine] = float64(r.T.Nanoseconds()) / float64(r.N)
-			c.allocs = r.AllocsPerOp()
+				c.allocs = res.AllocsPerOp()
+			}
 		}
 		var hand *admitCase
 		for _, c := range cases {
@@ -311,11 +335,12 @@ type memoryResult struct {
 	Seconds               float64
 	PeakHeapInuse         uint64
 	HeapSys, Sys, TotalAl uint64
+	VmHWM                 uint64
 }
 
 func reportMemory(t *testing.T, out io.Writer, n int) bool {
 	fmt.Fprintf(out, "\n4. Memory of verify (verify.New + Check, results kept as mapc verify keeps them) on %d Pods with the realistic-20 set,\n"+
-		"   in a child process (max RSS from getrusage; heap from runtime.MemStats)\n\n", n)
+		"   in a child process (peak RSS: the child's VmHWM; heap: runtime.MemStats)\n\n", n)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestVerifyMemoryChild$", "-test.count=1")
 	layout := compiler.LayoutFused
 	for _, wl := range Workloads() {
@@ -345,9 +370,12 @@ func reportMemory(t *testing.T, out io.Writer, n int) bool {
 		t.Errorf("memory child: %v\n%s", err, data)
 		return false
 	}
-	rss := uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024
+	rss := r.VmHWM
+	if rss == 0 { // not Linux: getrusage, which may include the parent's memory at fork time
+		rss = uint64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) * 1024
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "objects\tlayout\tpolicies\torders/object\tpassed\tfailed\ttime\tmax RSS\tpeak heap in use\tHeapSys\tSys\tTotalAlloc\t")
+	fmt.Fprintln(tw, "objects\tlayout\tpolicies\torders/object\tpassed\tfailed\ttime\tpeak RSS\tpeak heap in use\tHeapSys\tSys\tTotalAlloc\t")
 	fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%.1fs\t%s\t%s\t%s\t%s\t%s\t\n", r.Objects, r.Layout, r.Policies, r.Orders, r.Passed, r.Failed, r.Seconds,
 		MiB(rss), MiB(r.PeakHeapInuse), MiB(r.HeapSys), MiB(r.Sys), MiB(r.TotalAl))
 	tw.Flush()

@@ -23,11 +23,15 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
-# Go fuzz targets, each for FUZZTIME.
+# Go fuzz targets, each for FUZZTIME; then fuzz-diff: MAPC_DIFF_N (default 100000) generated
+# differential cases from seed MAPC_DIFF_SEED (verify/differential_test.go; ~2 hours on 2 cores).
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./cel/ -run '^$$' -fuzz '^FuzzStr$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./compiler/source/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzMutatorYAML$$' -fuzztime $(FUZZTIME)
+	MAPC_DIFF_N=$${MAPC_DIFF_N:-100000} MAPC_DIFF_SEED=$${MAPC_DIFF_SEED:-1000001} $(GO) test ./verify/ -count=1 -timeout 0 -run '^TestDifferential$$' -v
 
 bench:
 	MAPC_BENCH=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/

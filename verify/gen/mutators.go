@@ -179,8 +179,8 @@ func (g *generator) assignValue(t target, p path) map[string]any {
 // canon gives v in the form the API server stores at p, unless the case keeps values as
 // generated (Case.NonCanonical).
 func (g *generator) canon(t target, p path, v any) any {
-	if g.c.NonCanonical {
-		return v
+	if g.c.NonCanonical || p.terminal().kind == kQuantity && !p.endsInElement() {
+		return v // a quantity is compared by value, whatever its spelling (1.5, "1500m")
 	}
 	if c, ok := canonical(t, p, v); ok {
 		return c
@@ -523,7 +523,7 @@ func (g *generator) scenario() {
 			g.record(m, loc)
 		}
 	}
-	switch r.IntN(5) {
+	switch r.IntN(6) {
 	case 0: // a sidecar and a glob over all containers
 		name := pick(r, ContainerNames)
 		add(g.assign(pod, c(name)))
@@ -552,6 +552,28 @@ func (g *generator) scenario() {
 			p = sub(glob, "image")
 		}
 		add(g.assignImage(pod, p))
+	case 5: // nested lists: a glob over containers and a keyed or globbed list inside
+		inner := pick(r, []string{"env", "ports", "volumeMounts"})
+		p := sub(glob, inner)
+		l := p.terminal()
+		s := step{list: true, keyField: l.keys[0], n: l.elem}
+		if r.chance(0.5) {
+			s.glob = true
+		} else {
+			s.keyValue = pick(r, keyValues(l.elem, s.keyField))
+		}
+		p = append(p, s)
+		leaf := pick(r, l.elem.fields)
+		if leaf.name == s.keyField || r.chance(0.3) && !s.glob {
+			add(g.assign(pod, p)) // the whole element, in every container
+		} else {
+			add(g.assign(pod, sub(p, leaf.name)))
+		}
+		if r.chance(0.5) {
+			add(g.modifySet(pod, sub(c(pick(r, ContainerNames)), "args")))
+		} else {
+			add(g.assign(pod, c(pick(r, ContainerNames))))
+		}
 	case 4: // a default: set only if missing, and another writer
 		p := r.randomPath(podRoot, func(path) float64 { return 0.1 })
 		if !assignable(p) {

@@ -68,8 +68,8 @@ var (
 	EnvNames       = []string{"A", "B", "LOG_LEVEL", "http.proxy"}
 	LabelKeys      = []string{"team", "app", "env", "app.kubernetes.io/name"}
 	LabelValues    = []string{"a", "b", "web", "prod"}
-	AnnotationKeys = []string{"owner", "example.com/x", "example.com/x y", "a.b/c.d", "note"}
-	NodeSelKeys    = []string{"disk", "kubernetes.io/os", "example.com/zone", "a b", "1st"}
+	AnnotationKeys = []string{"owner", "example.com/x", "example.com/x y", "a.b/c.d", "note", "a.b"}
+	NodeSelKeys    = []string{"disk", "kubernetes.io/os", "example.com/zone", "a b", "1st", "topology.zone"}
 	freeStrings    = []string{"x", "", "a b", "x:y", "ünï", `q"uote`, "v1", "/a/b", "*"}
 	Images         = []string{
 		"nginx", "nginx:1.2", "docker.io/library/nginx:1.25",

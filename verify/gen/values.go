@@ -47,7 +47,7 @@ func (r *rng) scalar(n *node) any {
 	case kBool:
 		return r.chance(0.5)
 	case kQuantity:
-		return pick(r, []any{"100m", "1", "2Gi", "500Mi", int64(1), int64(2), 0.5, 1.5, "0.25"})
+		return pick(r, []any{"100m", "1", "2Gi", "500Mi", int64(1), int64(2), 0.5, 1.5, 0.25, "0.25"})
 	case kImage:
 		return pick(r, Images)
 	}
@@ -155,6 +155,18 @@ func (r *rng) randomPath(root *node, stop func(p path) float64) path {
 		switch n.kind {
 		case kObject:
 			f := pick(r, n.fields)
+			if len(p) > 0 && p.last().list && r.chance(0.3) {
+				// Inside a list element, favour the lists it holds (nested lists).
+				var lists []field
+				for _, x := range n.fields {
+					if x.n.kind == kList {
+						lists = append(lists, x)
+					}
+				}
+				if len(lists) > 0 {
+					f = pick(r, lists)
+				}
+			}
 			p = append(p, step{field: f.name, n: f.n})
 		case kMap:
 			k := pick(r, n.keys)
@@ -162,7 +174,7 @@ func (r *rng) randomPath(root *node, stop func(p path) float64) path {
 		case kList:
 			s := step{list: true, n: n.elem}
 			s.keyField = n.keys[0]
-			if len(n.keys) > 1 && r.chance(0.1) {
+			if len(n.keys) > 1 && r.chance(0.04) {
 				s.keyField = n.keys[1+r.IntN(len(n.keys)-1)]
 			}
 			if r.chance(0.35) {

@@ -133,7 +133,7 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		}
 		if missingOK && d < g.shared {
 			// Created empty by PreCreate before these operations run.
-			if whenMissing, err = g.walk(d+1, Map(nil, nil), cp); err != nil {
+			if whenMissing, err = g.intoEmpty(d+1, cp); err != nil {
 				return nil, err
 			}
 		} else if missingOK {
@@ -211,6 +211,31 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		}
 	}
 	return condList(Method(cur, "exists", Ident(ev), match), each, whenMissing), nil
+}
+
+// intoEmpty is the operations for the path from depth k on, walked in an empty object at p that
+// PreCreate made (everything below it is missing, so this is static).
+func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
+	st := g.m.Path[k]
+	if st.List || !g.m.MissingOK[k] {
+		return emptyList, nil
+	}
+	cp := p.child(st.Field)
+	if g.last(k) {
+		v, ok, err := g.leafMissing()
+		if err != nil || !ok {
+			return emptyList, err
+		}
+		return g.addValue(cp, v)
+	}
+	if k < g.shared {
+		return g.intoEmpty(k+1, cp)
+	}
+	mut, v, err := g.sim(k+1, g.fresh(k))
+	if err != nil || !mut {
+		return emptyList, err
+	}
+	return g.addValue(cp, v)
 }
 
 // forEach concatenates inner (a list(JSONPatch) over i<d>, e<d>) over the elements of cur that
@@ -390,7 +415,7 @@ func (g *jpgen) setValueExpr(sv ir.SetValue) (Expr, error) {
 		return Cond(Bin("in", Str("name"), Field(Ident("object"), "metadata")), Field(Field(Ident("object"), "metadata"), "name"), Str("")), nil
 	case "namespace":
 		// Gatekeeper's webhook uses the request's namespace, cleared for Namespace objects.
-		return Cond(isNamespaceKind(), Str(""), Field(Ident("request"), "namespace")), nil
+		return Cond(isNamespaceKind(), Str(""), requestNamespace()), nil
 	}
 	return nil, fmt.Errorf("fromMetadata field %q is not name or namespace", sv.FromMetadata)
 }

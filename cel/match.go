@@ -73,7 +73,7 @@ func requirement(r labels.Requirement, lbls Expr) (Expr, error) {
 // a Namespace object's own name, else the request's namespace ("" for cluster-scoped objects).
 func namespaceName() Expr {
 	md := Field(Ident("object"), "metadata")
-	return Cond(isNamespaceKind(), Field(md, "name"), Field(Ident("request"), "namespace"))
+	return Cond(isNamespaceKind(), Field(md, "name"), requestNamespace())
 }
 
 // Wildcard is Gatekeeper's wildcard.Matches(s): "x", "x*" (prefix), "*x" (suffix), "*x*".
@@ -217,7 +217,7 @@ func OperationsMatch(ops []string) Expr {
 
 // ScopeMatch is Gatekeeper's scopeMatch: Namespace objects count as cluster-scoped.
 func ScopeMatch(scope string) Expr {
-	clusterScoped := Or(isNamespaceKind(), Bin("==", Field(Ident("request"), "namespace"), Str("")))
+	clusterScoped := Or(isNamespaceKind(), Bin("==", requestNamespace(), Str("")))
 	switch scope {
 	case "Cluster":
 		return clusterScoped
@@ -253,3 +253,10 @@ func LabelsMatch(sel *metav1.LabelSelector) (Expr, error) { return LabelSelector
 
 // Guarded is c ? ops : [] for a list of JSONPatch operations.
 func Guarded(c, ops Expr) Expr { return condList(c, ops, emptyList) }
+
+// requestNamespace is the request's namespace, "" when it has none: the API server leaves the
+// field unset for cluster-scoped objects, and reading an unset field is an error in CEL.
+func requestNamespace() Expr {
+	r := Ident("request")
+	return Cond(Has(r, "namespace"), Field(r, "namespace"), Str(""))
+}

@@ -36,6 +36,9 @@ type testCase struct {
 	// skipOnProblems skips the case when the compiler refuses a mutator (golden cases that
 	// test refusals); otherwise a refusal fails it.
 	skipOnProblems bool
+	// repeat runs the case this many times per layout (default 1): each binding of the policies
+	// lets the API server draw a new order for them.
+	repeat int
 }
 
 // engine names, in reports.
@@ -135,7 +138,13 @@ func runCase(t *testing.T, c *cluster, tc testCase) {
 			if first == nil {
 				first = data
 			}
-			runCompiled(t, c, tc, out, kv)
+			if tc.repeat <= 1 {
+				runCompiled(t, c, tc, out, kv)
+				return
+			}
+			for i := 0; i < tc.repeat; i++ {
+				t.Run(fmt.Sprintf("run-%d", i+1), func(t *testing.T) { runCompiled(t, c, tc, out, kv) })
+			}
 		})
 	}
 }

@@ -88,9 +88,39 @@ func TestExampleEach(t *testing.T) {
 	}
 }
 
-// goldenConfig is testdata/golden/<case>/config.yaml.
+// goldenConfig is testdata/golden/<case>/config.yaml (and e2e/testdata/<case>/config.yaml).
 type goldenConfig struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
+	// Repeat (e2e cases only) binds the policies this many times, see testCase.repeat.
+	Repeat int `json:"repeat"`
+}
+
+// TestCases runs the cases of this folder, e2e/testdata/<case>/ with mutators.yaml,
+// objects.yaml and an optional config.yaml: differences only a real API server shows.
+func TestCases(t *testing.T) {
+	c := connect(t)
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "*"))
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "mutators.yaml")); err != nil {
+			continue
+		}
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var cfg goldenConfig
+			if data, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
+				if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runCase(t, c, testCase{
+				name:        dir,
+				mutators:    readMutators(t, filepath.Join(dir, "mutators.yaml")),
+				objects:     readObjects(t, filepath.Join(dir, "objects.yaml")),
+				kubeVersion: cfg.KubernetesVersion,
+				repeat:      cfg.Repeat,
+			})
+		})
+	}
 }
 
 // TestGolden runs every golden case that has objects (testdata/golden/<case>/mutators.yaml and

@@ -122,10 +122,10 @@ func ParseCase(name string, data []byte) (*Case, error) {
 	return c, nil
 }
 
-// Generate makes the case for seed. One case in five keeps its values as generated
+// Generate makes the case for seed. One case in ten keeps its values as generated
 // (Case.NonCanonical).
 func Generate(seed uint64) *Case {
-	return generate(seed, newRng(seed^0x9e3779b97f4a7c15).IntN(5) == 0)
+	return generate(seed, newRng(seed^0x9e3779b97f4a7c15).IntN(10) == 0)
 }
 
 // GenerateCanonical makes the case for seed with every value in canonical form.

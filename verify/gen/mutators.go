@@ -82,7 +82,7 @@ func (g *generator) location(t target, ok wants, stop func(p path) float64) path
 func (g *generator) derive(t target, u path, stop func(p path) float64) path {
 	r := g.r
 	p := u.clone()
-	switch r.IntN(6) {
+	switch pick(r, []int{0, 1, 2, 3, 4, 4, 5}) {
 	case 0: // the same location
 	case 1: // a prefix
 		p = p[:1+r.IntN(len(p))]
@@ -275,8 +275,13 @@ func (g *generator) modifySet(t target, p path) (map[string]any, *located) {
 	r := g.r
 	if p == nil {
 		p = g.location(t, endsInList, func(p path) float64 {
-			if k := p.terminal().kind; (k == kList || k == kScalarList) && !p.last().list {
-				return 0.6
+			switch k := p.terminal().kind; {
+			case p.last().list:
+				return 0
+			case k == kScalarList:
+				return 0.8
+			case k == kList:
+				return 0.25 // a set of objects: conflicts with keyed locations into the same list
 			}
 			return 0
 		})
@@ -289,7 +294,7 @@ func (g *generator) modifySet(t target, p path) (map[string]any, *located) {
 	var values []any
 	if n.kind == kList {
 		values = r.elements(n, 1+r.IntN(2), 0.4, 2)
-		if r.chance(0.2) {
+		if r.chance(0.06) {
 			values = append(values, values[0])
 		}
 	} else {

@@ -93,7 +93,23 @@ func (g *generator) pod() map[string]any {
 		"metadata":   g.meta(podNames),
 		"spec":       g.podSpec(),
 	}
-	return g.materialize(o, podTarget)
+	o = g.materialize(o, podTarget)
+	g.keepContainers(o, "spec")
+	return o
+}
+
+// keepContainers gives back containers to a pod spec that materialize replaced by one without:
+// the API server would send Gatekeeper "containers": null, on which its walk fails (see
+// testdata/diff-failures/request-null-field.yaml).
+func (g *generator) keepContainers(o map[string]any, path ...string) {
+	spec, ok, _ := unstructured.NestedMap(o, path...)
+	if !ok {
+		return
+	}
+	if cs, _ := spec["containers"].([]any); len(cs) == 0 {
+		spec["containers"] = g.r.elements(podSpec.field("containers"), 1, 0.35, 2)
+		_ = unstructured.SetNestedField(o, spec, path...)
+	}
 }
 
 func (g *generator) deployment() map[string]any {
@@ -109,7 +125,12 @@ func (g *generator) deployment() map[string]any {
 		"metadata":   g.meta([]string{"web", "api-1"}),
 		"spec":       spec,
 	}
-	return g.materialize(o, deploymentTarget)
+	o = g.materialize(o, deploymentTarget)
+	g.keepContainers(o, "spec", "template", "spec")
+	if sel, _, _ := unstructured.NestedMap(o, "spec", "selector"); sel == nil {
+		_ = unstructured.SetNestedField(o, map[string]any{"matchLabels": map[string]any{"app": "web"}}, "spec", "selector")
+	}
+	return o
 }
 
 // materialize makes o hold, now and then, each location the mutators of t write.

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 )
 
@@ -137,13 +138,26 @@ func (r *rng) elements(n *node, count int, fill float64, depth int) []any {
 func (r *rng) setValues(elem *node, count int, fill float64, depth int) []any {
 	out := []any{}
 	for i := 0; i < count; i++ {
-		if i > 0 && r.chance(0.15) {
+		if i > 0 && r.chance(0.06) {
 			out = append(out, out[r.IntN(len(out))])
 			continue
 		}
-		out = append(out, r.value(elem, fill, max(depth, 1)))
+		v := r.value(elem, fill, max(depth, 1))
+		for j := 0; j < 4 && containsValue(out, v); j++ {
+			v = r.value(elem, fill, max(depth, 1)) // distinct, but for the explicit duplicates above
+		}
+		out = append(out, v)
 	}
 	return out
+}
+
+func containsValue(l []any, v any) bool {
+	for _, x := range l {
+		if reflect.DeepEqual(x, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // randomPath walks the schema from root to a random location. stop says where the walk may end:

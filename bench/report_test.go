@@ -34,12 +34,34 @@ func TestBenchReport(t *testing.T) {
 		_ = f.Value.Set("300ms") // three rounds of 300 ms rather than one of 1 s
 	}
 	fmt.Fprintf(out, "\nmapc bench — %s, %s/%s, GOMAXPROCS=%d, %d CPUs\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	ok := reportAdmission(t, out, Workloads(), false)
-	ok = reportCompile(t, out, compileSizes, budget()) && ok
-	ok = reportMemory(t, out, memoryObjects) && ok
+	ok := true
+	if section("admission") {
+		ok = reportAdmission(t, out, Workloads(), false) && ok
+	}
+	if section("compile") {
+		ok = reportCompile(t, out, compileSizes, budget()) && ok
+	}
+	if section("memory") {
+		ok = reportMemory(t, out, memoryObjects) && ok
+	}
 	if !ok {
 		t.Error("the report found problems (marked ✗ above)")
 	}
+}
+
+// section reports whether MAPC_BENCH_SECTIONS (comma-separated: admission, compile, memory;
+// default all) selects name.
+func section(name string) bool {
+	v := os.Getenv("MAPC_BENCH_SECTIONS")
+	if v == "" {
+		return true
+	}
+	for _, s := range strings.Split(v, ",") {
+		if strings.TrimSpace(s) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // TestBenchSmoke runs the harness quickly (a few admissions per engine, a small compile, no

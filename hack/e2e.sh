@@ -10,8 +10,11 @@
 # Environment:
 #   KUBE_VERSION   kube-apiserver version (default 1.37.1; "1.34" picks the newest 1.34.x the proxy has)
 #   ETCD_VERSION   etcd version (default 3.7.0)
+#   GATEKEEPER_VERSION  Gatekeeper for bench (default 3.23.1)
 #   MAPC_E2E_CACHE cache folder (default $HOME/.cache/mapc-e2e)
 #   E2E_TESTFLAGS  extra flags for go test (e.g. "-run TestExamples -v")
+#   E2E_APISERVER_FLAGS  more kube-apiserver flags
+#   E2E_KEEP_LOGS  a folder to copy the etcd and kube-apiserver logs to
 #
 # Binaries are built from the Go module proxy in wrapper modules generated in the cache folder
 # (never in the project's go.mod) and kept as $CACHE/bin/<name>-v<version>; later runs reuse them.
@@ -351,32 +354,37 @@ up() {
 	kubeconfig
 }
 
-cmd=${1:-run}
-case $cmd in
-build) build ;;
-run)
-	up
-	log "running go test ./e2e/ against kube-apiserver $KUBE_VERSION"
-	t0=$SECONDS
-	# Run in the package's directory with no package argument, so go test streams the output.
-	(cd "$ROOT/e2e" && MAPC_E2E_KUBECONFIG=$KUBECONFIG_FILE \
-		"$GO" test -count=1 -timeout 30m ${E2E_TESTFLAGS:-})
-	log "tests took $((SECONDS - t0))s"
-	;;
-bench)
-	build_gatekeeper
-	up
-	log "running the benchmark (go test -run TestBench) against kube-apiserver $KUBE_VERSION"
-	(cd "$ROOT/e2e" && MAPC_E2E_KUBECONFIG=$KUBECONFIG_FILE MAPC_E2E_BENCH=1 \
-		MAPC_E2E_APISERVER_PID=${PIDS[-1]} MAPC_E2E_GATEKEEPER_BIN=$GATEKEEPER \
-		MAPC_E2E_GATEKEEPER_CRDS=$GATEKEEPER_CRDS \
-		"$GO" test -count=1 -timeout 60m -run '^TestBench$' -v ${E2E_TESTFLAGS:-})
-	;;
-up)
-	up
-	log "kubeconfig: $KUBECONFIG_FILE (interrupt to stop)"
-	echo "export MAPC_E2E_KUBECONFIG=$KUBECONFIG_FILE"
-	while kill -0 "${PIDS[-1]}" 2>/dev/null; do sleep 1; done
-	;;
-*) die "unknown command $cmd (build, run, bench, up)" ;;
-esac
+main() {
+	local cmd=${1:-run}
+	case $cmd in
+	build) build ;;
+	run)
+		up
+		log "running go test ./e2e/ against kube-apiserver $KUBE_VERSION"
+		t0=$SECONDS
+		# Run in the package's directory with no package argument, so go test streams the output.
+		(cd "$ROOT/e2e" && MAPC_E2E_KUBECONFIG=$KUBECONFIG_FILE \
+			"$GO" test -count=1 -timeout 30m ${E2E_TESTFLAGS:-})
+		log "tests took $((SECONDS - t0))s"
+		;;
+	bench)
+		build_gatekeeper
+		up
+		log "running the benchmark (go test -run TestBench) against kube-apiserver $KUBE_VERSION"
+		(cd "$ROOT/e2e" && MAPC_E2E_KUBECONFIG=$KUBECONFIG_FILE MAPC_E2E_BENCH=1 \
+			MAPC_E2E_APISERVER_PID=${PIDS[-1]} MAPC_E2E_GATEKEEPER_BIN=$GATEKEEPER \
+			MAPC_E2E_GATEKEEPER_CRDS=$GATEKEEPER_CRDS \
+			"$GO" test -count=1 -timeout 60m -run '^TestBench$' -v ${E2E_TESTFLAGS:-})
+		;;
+	up)
+		up
+		log "kubeconfig: $KUBECONFIG_FILE (interrupt to stop)"
+		echo "export MAPC_E2E_KUBECONFIG=$KUBECONFIG_FILE"
+		while kill -0 "${PIDS[-1]}" 2>/dev/null; do sleep 1; done
+		;;
+	*) die "unknown command $cmd (build, run, bench, up)" ;;
+	esac
+}
+
+# One line, so that editing this file while it runs cannot change what runs next.
+main "$@"; exit $?

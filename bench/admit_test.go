@@ -143,7 +143,7 @@ func BenchmarkAdmit(b *testing.B) {
 			b.Errorf("%s", mismatch)
 		}
 		for _, c := range cases {
-			b.Run(wl.Name+"/"+strings.ReplaceAll(c.engine, " ", "-"), func(b *testing.B) {
+			b.Run(wl.Name+"/"+strings.NewReplacer(",", "", " ", "-").Replace(c.engine), func(b *testing.B) {
 				if c.err != nil {
 					b.Skip(firstLine(c.err))
 				}

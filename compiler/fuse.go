@@ -96,12 +96,28 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				}
 			}
 		}
-		// Fuse runs of consecutive, pairwise independent steps.
+		// Fuse runs of consecutive, pairwise independent steps, keeping each expression well
+		// below the API server's limit on expression length.
+		size := map[*ir.Mutation]int{}
+		for _, st := range seq {
+			if _, ok := size[st.m]; !ok {
+				ops, err := cel.JSONPatch(st.m, env.Features())
+				if err != nil {
+					return nil, nil, &mutationError{st.m, err}
+				}
+				size[st.m] = len(cel.String(cel.Guarded(st.guard, ops)))
+			}
+		}
 		var muts []emit.Mutation
 		for i := 0; i < len(seq); {
 			batch := []step{seq[i]}
+			total := size[seq[i].m]
 			j := i + 1
 			for ; j < len(seq); j++ {
+				if total+size[seq[j].m] > maxFusedLength {
+					break
+				}
+				total += size[seq[j].m]
 				ok := true
 				for _, s := range batch {
 					if !plan.Fusable(s.m, seq[j].m) {
@@ -140,6 +156,10 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 	}
 	return policies, policyOf, nil
 }
+
+// maxFusedLength bounds the (unformatted) length of a fused expression: the API server refuses
+// expressions longer than 100,000 characters, and type-checking slows down with size.
+const maxFusedLength = 20000
 
 // fusedPatch is one JSONPatch expression for a batch of independent steps: first the object
 // nodes several of them would create (each once, empty), then every step's operations, all

@@ -16,7 +16,9 @@ import (
 )
 
 // Env is the API server's CEL environment for MutatingAdmissionPolicy expressions at one
-// Kubernetes version, in the strict mode the API server uses for new expressions.
+// Kubernetes version, in the strict mode the API server uses for new expressions: the features of
+// the previous minor version (ext.TwoVarComprehensions came in 1.32, so new expressions may use
+// them from 1.33; lists.flatten came in 1.34, so from 1.35).
 type Env struct {
 	Version  *version.Version
 	compiler plugincel.Compiler
@@ -31,7 +33,9 @@ func NewEnv(v *version.Version) *Env {
 	if e, ok := envs.Load(key); ok {
 		return e.(*Env)
 	}
-	set := environment.MustBaseEnvSet(version.MajorMinor(v.Major(), v.Minor()))
+	// An API server checks new expressions against the previous minor version's CEL features, so
+	// that a rollback by one version still understands them (its default compatibility version).
+	set := environment.MustBaseEnvSet(version.MajorMinor(v.Major(), v.Minor()-1))
 	e := &Env{Version: version.MajorMinor(v.Major(), v.Minor()), compiler: plugincel.NewCompiler(set), envSet: set}
 	actual, _ := envs.LoadOrStore(key, e)
 	return actual.(*Env)
@@ -39,7 +43,10 @@ func NewEnv(v *version.Version) *Env {
 
 // Features says which optional functions this environment has.
 func (e *Env) Features() Features {
-	return Features{Flatten: e.Version.AtLeast(version.MajorMinor(1, 34))}
+	return Features{
+		Flatten: e.Version.AtLeast(version.MajorMinor(1, 35)),
+		TwoVar:  e.Version.AtLeast(version.MajorMinor(1, 33)),
+	}
 }
 
 var opts = plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true, HasPatchTypes: true}

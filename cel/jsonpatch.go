@@ -13,8 +13,10 @@ import (
 
 // Features says which CEL functions the target API server offers.
 type Features struct {
-	// Flatten: lists.flatten() (ext.Lists v3, Kubernetes 1.34+).
+	// Flatten: lists.flatten() (ext.Lists v3; new expressions from Kubernetes 1.35).
 	Flatten bool
+	// TwoVar: two-variable comprehensions such as transformList (new expressions from 1.33).
+	TwoVar bool
 }
 
 // JSONPatch builds the expression of one JSONPatch mutation that does to the object exactly what
@@ -152,6 +154,9 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 	}
 
 	// A list step: cur is the list.
+	if !g.f.TwoVar {
+		return nil, fmt.Errorf("the location selects list elements, which needs two-variable comprehensions (transformList): the API server accepts them in new expressions from Kubernetes 1.33 (use --kubernetes-version 1.33 or later)")
+	}
 	iv, ev := fmt.Sprintf("i%d", d), fmt.Sprintf("e%d", d)
 	elem := Ident(ev)
 	ep := p.index(Ident(iv))
@@ -252,7 +257,7 @@ func (g *jpgen) forEach(d int, cur, match, inner Expr) (Expr, error) {
 		return Method(lists, "flatten"), nil
 	}
 	if g.multi(d + 1) {
-		return nil, fmt.Errorf("the location selects list elements inside list elements; that needs lists.flatten(), which the API server offers from Kubernetes 1.34 (use --kubernetes-version 1.34 or later)")
+		return nil, fmt.Errorf("the location selects list elements inside list elements; that needs lists.flatten(), which the API server accepts in new expressions from Kubernetes 1.35 (use --kubernetes-version 1.35 or later)")
 	}
 	// Each element yields at most one operation.
 	l := Ident(fmt.Sprintf("l%d", d))
@@ -665,7 +670,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 		lists = Method(cur, "transformList", iv, ev, And(Bin("in", k, ev), Bin("==", Index(ev, k), Str(st.KeyValue))), inner)
 	}
 	if !f.Flatten {
-		return nil, fmt.Errorf("creating shared nodes inside list elements needs lists.flatten() (Kubernetes 1.34+)")
+		return nil, fmt.Errorf("creating shared nodes inside list elements needs lists.flatten() (Kubernetes 1.35+)")
 	}
 	return Method(lists, "flatten"), nil
 }

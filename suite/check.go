@@ -66,7 +66,8 @@ var (
 )
 
 func envSet(kv *version.Version) *environment.EnvSet {
-	return environment.MustBaseEnvSet(version.MajorMinor(kv.Major(), kv.Minor()))
+	// A server checks new expressions against the previous minor version's CEL features.
+	return environment.MustBaseEnvSet(version.MajorMinor(kv.Major(), kv.Minor()-1))
 }
 
 func statelessCompiler(kv *version.Version) plugincel.Compiler {

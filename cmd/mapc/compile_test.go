@@ -193,7 +193,10 @@ func TestCompileUsageErrors(t *testing.T) {
 func TestCompileVersions(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, dir, "m.yaml", goodAssign)
-	for v, api := range map[string]string{"1.32": "v1alpha1", "1.33.4": "v1alpha1", "1.34": "v1beta1", "1.35": "v1beta1", "1.36": "v1", "v1.37.1": "v1"} {
+	if code, _, errs := runCLI(t, "", "compile", "-f", in, "--kubernetes-version", "1.32"); code != 1 || !strings.Contains(errs, "from Kubernetes 1.33") {
+		t.Errorf("1.32: a glob needs 1.33: exit %d %s", code, errs)
+	}
+	for v, api := range map[string]string{"1.33.4": "v1alpha1", "1.34": "v1beta1", "1.35": "v1beta1", "1.36": "v1", "v1.37.1": "v1"} {
 		code, out, errs := runCLI(t, "", "compile", "-f", in, "--kubernetes-version", v)
 		if code != 0 {
 			t.Fatalf("%s: exit %d %s", v, code, errs)

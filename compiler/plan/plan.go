@@ -119,8 +119,8 @@ func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
 		size[c]++
 	}
 	// chg: may end the pass with a different output than it had at the end of the pass before.
-	// run: must run in the pass (it changes, or it must have the last word after a writer of the
-	// same place that changes; then it writes what it wrote before).
+	// (Writers of one place only need their order, which every pass keeps: ordered is unused.)
+	_ = ordered
 	last := make([]int, k)
 	prev := make([]bool, k)
 	for a := range prev {
@@ -129,7 +129,6 @@ func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
 	passes := 1
 	for r := 2; r <= k+1; r++ {
 		chg := make([]bool, k)
-		run := make([]bool, k)
 		anyChg := false
 		for b := 0; b < k; b++ { // idx is in Gatekeeper's order
 			for a := 0; a < k; a++ {
@@ -144,24 +143,19 @@ func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
 					break
 				}
 			}
-			run[b] = chg[b]
-			for a := 0; a < b && !run[b]; a++ {
-				if (ordered[idx[a]][idx[b]] || ordered[idx[b]][idx[a]]) && run[a] {
-					run[b] = true
-				}
-			}
 			anyChg = anyChg || chg[b]
 		}
 		if !anyChg {
 			break
 		}
-		for b := range run {
-			if run[b] {
-				last[b] = r
-			}
-		}
 		passes = r
 		prev = chg
+	}
+	// Every mutation runs in every pass, as in Gatekeeper: skipping the ones whose inputs did not
+	// change is wrong when a writer of the same place that runs after them stops overwriting them
+	// (differential tests found both directions of that).
+	for a := range last {
+		last[a] = passes
 	}
 	return passes, last
 }

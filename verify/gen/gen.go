@@ -7,6 +7,32 @@
 // typed object with the right JSON type, so that a difference is a translation difference and not
 // a decoding one. A case prints as ready-to-run multi-document YAML (Case.YAML) and reads back
 // with ParseCase.
+//
+// What a case may hold (TestCoverage checks that a thousand cases use all of it):
+//
+//   - 1–5 mutators of the four kinds, in all served versions (AssignImage only v1alpha1), often
+//     on the same places: a later mutator mostly derives its location from an earlier one (the
+//     same, a prefix, a longer one, glob for key or key for glob, the list itself), and a quarter
+//     of the cases start from a scenario (sidecar + glob, AssignMetadata adding the label another
+//     mutator's selector waits for, ModifySet + Assign on one list, AssignImage + Assign on one
+//     image, a default set only if missing, nested lists);
+//   - locations over the Pod, Deployment (spec.template) and Namespace schemas in schema.go:
+//     dotted fields, keyed lists and globs, nested lists, locations ending in a keyed element,
+//     quoted keys and key values (dots, slashes, spaces, leading digits; single or double quotes,
+//     sometimes quoted when they need not be; spaces around separators);
+//   - pathTests MustExist / MustNotExist on prefixes; Assign values of every JSON type that fits
+//     the field (strings, ints, bools, floats in quantities, lists, objects, keyed elements, nulls
+//     inside objects), fromMetadata name and namespace; ModifySet merge, prune and the default,
+//     with duplicates; AssignImage domain / path / tag combinations Gatekeeper accepts;
+//   - match: kinds, scope, namespaces and excludedNamespaces with prefix and suffix globs, label
+//     and namespace selectors with every operator, name globs, source; applyTo with operations;
+//   - objects: Pods (and Deployments, Namespaces) with random subsets of those fields, several
+//     containers, images of every shape, labels selectors look for or not, namespaces with and
+//     without labels, generateName; CREATE or UPDATE; the fused or per-mutator layout; failure
+//     policy Ignore or Fail.
+//
+// Values are given in the form the API server stores them (canonical), except in one case in ten
+// (Case.NonCanonical), because the compiler refuses what Gatekeeper would see differently.
 package gen
 
 import (
@@ -36,6 +62,9 @@ type Case struct {
 	Operation string
 	// Layout is the compiler's policy layout: "" (the default, fused) or "per-mutator".
 	Layout string
+	// FailurePolicy is the policies' failure policy: "" (the compiler's default, Ignore) or "Fail",
+	// which turns an expression that fails at run time into a denial instead of a skipped mutation.
+	FailurePolicy string
 	// NonCanonical cases keep mutator values as generated; the others give every value in the
 	// form the API server stores it (see canonical). The choice does not change anything else:
 	// Generate(seed) and GenerateCanonical(seed) differ only in the values.
@@ -59,6 +88,9 @@ func (c *Case) YAML() string {
 	fmt.Fprintf(&b, "# operation: %s\n", c.op())
 	if c.Layout != "" {
 		fmt.Fprintf(&b, "# layout: %s (mapc compile --layout %s)\n", c.Layout, c.Layout)
+	}
+	if c.FailurePolicy != "" {
+		fmt.Fprintf(&b, "# failure-policy: %s (mapc compile --failure-policy %s)\n", c.FailurePolicy, c.FailurePolicy)
 	}
 	if c.NonCanonical {
 		b.WriteString("# values: as generated, not in the API server's canonical form\n")
@@ -92,8 +124,8 @@ func (c *Case) op() string {
 
 // ParseCase reads a case written by YAML (or by hand in the same layout): Gatekeeper mutators,
 // Namespaces (the environment, also admitted) and other objects, in any order. A line
-// "# operation: UPDATE" admits the objects as updates; "# layout: per-mutator" compiles with that
-// layout.
+// "# operation: UPDATE" admits the objects as updates; "# layout: per-mutator" and
+// "# failure-policy: Fail" compile with that layout and failure policy.
 func ParseCase(name string, data []byte) (*Case, error) {
 	docs, err := source.Parse(name, data)
 	if err != nil {
@@ -107,6 +139,9 @@ func ParseCase(name string, data []byte) (*Case, error) {
 		}
 		if s, ok := strings.CutPrefix(l, "# layout:"); ok {
 			c.Layout, _, _ = strings.Cut(strings.TrimSpace(s), " ")
+		}
+		if s, ok := strings.CutPrefix(l, "# failure-policy:"); ok {
+			c.FailurePolicy, _, _ = strings.Cut(strings.TrimSpace(s), " ")
 		}
 	}
 	for _, d := range docs {
@@ -136,6 +171,9 @@ func generate(seed uint64, nonCanonical bool) *Case {
 	g.run()
 	if g.r.chance(0.25) {
 		g.c.Layout = "per-mutator"
+	}
+	if g.r.chance(0.25) {
+		g.c.FailurePolicy = "Fail"
 	}
 	return g.c
 }

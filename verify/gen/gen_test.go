@@ -79,6 +79,7 @@ func TestCoverage(t *testing.T) {
 		c := Generate(s)
 		count("operation " + c.Operation)
 		count("layout " + c.Layout)
+		count("failure policy " + c.FailurePolicy)
 		if c.NonCanonical {
 			count("values as generated")
 		}
@@ -94,7 +95,7 @@ func TestCoverage(t *testing.T) {
 		}
 	}
 	want := []string{
-		"operation CREATE", "operation UPDATE", "layout ", "layout per-mutator", "values as generated", "4+ mutators",
+		"operation CREATE", "operation UPDATE", "layout ", "layout per-mutator", "failure policy ", "failure policy Fail", "values as generated", "4+ mutators",
 		"Assign v1", "Assign v1beta1", "Assign v1alpha1", "AssignMetadata v1", "AssignMetadata v1beta1", "AssignMetadata v1alpha1",
 		"ModifySet v1", "ModifySet v1beta1", "ModifySet v1alpha1", "AssignImage v1alpha1",
 		"location quoted", "location single-quoted", "location key with dot", "location key with slash", "location key with space",

@@ -130,7 +130,7 @@ func ReadPolicies(docs []*source.Document, kv *version.Version) *Policies {
 				continue
 			}
 			p.APIVersion = admissionregistrationv1.SchemeGroupVersion.String()
-			defaultPolicy(p)
+			admission.DefaultPolicy(p)
 			for _, fe := range checkPolicy(p, kv) {
 				problem(fe.Field, fe.Msg)
 			}
@@ -146,7 +146,7 @@ func ReadPolicies(docs []*source.Document, kv *version.Version) *Policies {
 				continue
 			}
 			b.APIVersion = admissionregistrationv1.SchemeGroupVersion.String()
-			defaultBinding(b)
+			admission.DefaultBinding(b)
 			for _, fe := range checkBinding(b) {
 				problem(fe.Field, fe.Msg)
 			}
@@ -223,48 +223,6 @@ func decodeStrict(obj *unstructured.Unstructured, out any, problem func(field, m
 		problem(f, msg)
 	}
 	return true
-}
-
-// defaultPolicy and defaultBinding apply the defaults the API server applies on create (the same
-// as package cel/admission applies before evaluating), so that checks see what would be stored.
-func defaultPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
-	if p.Spec.FailurePolicy == nil {
-		fail := admissionregistrationv1.Fail
-		p.Spec.FailurePolicy = &fail
-	}
-	defaultMatchResources(p.Spec.MatchConstraints)
-}
-
-func defaultBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
-	defaultMatchResources(b.Spec.MatchResources)
-	if b.Spec.ParamRef != nil && b.Spec.ParamRef.ParameterNotFoundAction == nil {
-		deny := admissionregistrationv1.DenyAction
-		b.Spec.ParamRef.ParameterNotFoundAction = &deny
-	}
-}
-
-func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
-	if m == nil {
-		return
-	}
-	if m.MatchPolicy == nil {
-		equivalent := admissionregistrationv1.Equivalent
-		m.MatchPolicy = &equivalent
-	}
-	if m.NamespaceSelector == nil {
-		m.NamespaceSelector = &metav1.LabelSelector{}
-	}
-	if m.ObjectSelector == nil {
-		m.ObjectSelector = &metav1.LabelSelector{}
-	}
-	for _, rules := range [][]admissionregistrationv1.NamedRuleWithOperations{m.ResourceRules, m.ExcludeResourceRules} {
-		for i := range rules {
-			if rules[i].Scope == nil {
-				all := admissionregistrationv1.AllScopes
-				rules[i].Scope = &all
-			}
-		}
-	}
 }
 
 // BindAll gives every policy in sets that has no binding a binding that matches everything the

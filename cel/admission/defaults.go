@@ -11,7 +11,8 @@ import (
 // a nil namespaceSelector is a configuration error. These functions
 // re-implement them for objects written by hand.
 
-func defaultPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+// DefaultPolicy applies the defaults the API server applies to a MutatingAdmissionPolicy on create.
+func DefaultPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 	if p.Spec.FailurePolicy == nil {
 		fail := admissionregistrationv1.Fail
 		p.Spec.FailurePolicy = &fail
@@ -19,7 +20,8 @@ func defaultPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 	defaultMatchResources(p.Spec.MatchConstraints)
 }
 
-func defaultBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+// DefaultBinding applies the defaults the API server applies to a binding on create.
+func DefaultBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
 	defaultMatchResources(b.Spec.MatchResources)
 	if b.Spec.ParamRef != nil && b.Spec.ParamRef.ParameterNotFoundAction == nil {
 		deny := admissionregistrationv1.DenyAction

@@ -51,11 +51,11 @@ func (e *Evaluator) build(entry *pluginEntry, set PolicySet) {
 	}()
 
 	policy := set.Policy.DeepCopy()
-	defaultPolicy(policy)
+	DefaultPolicy(policy)
 	objs := []runtime.Object{policy}
 	for _, b := range set.Bindings {
 		b = b.DeepCopy()
-		defaultBinding(b)
+		DefaultBinding(b)
 		objs = append(objs, b)
 	}
 	client := fake.NewClientset(objs...)

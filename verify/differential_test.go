@@ -30,7 +30,6 @@ import (
 
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
-	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify/gen"
 )
@@ -89,55 +88,8 @@ var knownFailures = []knownFailure{
 			return nonCanonicalOnly(c, res)
 		},
 	},
-	{
-		name:   "plan-rerun-skips-overwriter",
-		reason: "a later pass re-runs a mutation but not an earlier one that overwrites the same place after it",
-		match: func(c *gen.Case, res *caseResult) bool {
-			return res.out != nil && rerunsOneWriter(res.out, true)
-		},
-	},
-	{
-		name:   "plan-rerun-skips-later-writer",
-		reason: "a later pass re-runs a mutation but not a later-sorted one that writes the same place after it",
-		match: func(c *gen.Case, res *caseResult) bool {
-			return res.out != nil && rerunsOneWriter(res.out, false)
-		},
-	},
-}
 
-// rerunsOneWriter: in some group, of two mutations that write the same place (or below or above
-// it) and that Gatekeeper runs one after the other in every pass, the plan runs one in more
-// rounds than the other: the later-sorted one (later) or the earlier-sorted one.
-func rerunsOneWriter(out *compiler.Output, later bool) bool {
-	for _, g := range out.Groups {
-		if len(g.Runs) != len(g.Mutations) {
-			continue
-		}
-		for i, a := range g.Mutations {
-			for j := i + 1; j < len(g.Mutations); j++ {
-				if !pathsOverlap(a.Path, g.Mutations[j].Path) {
-					continue
-				}
-				if later && g.Runs[i] < g.Runs[j] || !later && g.Runs[i] > g.Runs[j] {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
 
-func pathsOverlap(a, b []ir.Step) bool {
-	for k := 0; k < len(a) && k < len(b); k++ {
-		x, y := a[k], b[k]
-		if x.List != y.List || !x.List && x.Field != y.Field {
-			return false
-		}
-		if x.List && !x.Glob && !y.Glob && x.KeyField == y.KeyField && x.KeyValue != y.KeyValue {
-			return false
-		}
-	}
-	return true
 }
 
 // assignsNull: an Assign's value holds a null.

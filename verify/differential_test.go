@@ -88,8 +88,6 @@ var knownFailures = []knownFailure{
 			return nonCanonicalOnly(c, res)
 		},
 	},
-
-
 }
 
 // assignsNull: an Assign's value holds a null.

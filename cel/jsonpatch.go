@@ -257,15 +257,19 @@ func (g *jpgen) forEach(d int, cur, match, inner Expr) (Expr, error) {
 		return Method(lists, "flatten"), nil
 	}
 	if g.multi(d + 1) {
-		return nil, fmt.Errorf("the location selects list elements inside list elements; that needs lists.flatten(), which the API server accepts in new expressions from Kubernetes 1.35 (use --kubernetes-version 1.35 or later)")
+		return nil, fmt.Errorf("the location selects list elements and yields several operations for each (list elements inside list elements, or a ModifySet); that needs lists.flatten(), which the API server accepts in new expressions from Kubernetes 1.35 (use --kubernetes-version 1.35 or later)")
 	}
 	// Each element yields at most one operation.
 	l := Ident(fmt.Sprintf("l%d", d))
 	return Method(Method(lists, "filter", l, Bin(">", Call("size", l), Int(0))), "map", l, Index(l, Int(0))), nil
 }
 
-// multi reports whether the path from depth d on can write in more than one place.
+// multi reports whether the path from depth d on can yield more than one operation.
 func (g *jpgen) multi(d int) bool {
+	switch g.m.Op.(type) {
+	case ir.MergeSet, ir.PruneSet:
+		return true // one operation per value added or element removed
+	}
 	for k := d; k < len(g.m.Path); k++ {
 		if g.m.Path[k].List && !g.last(k) {
 			return true
@@ -377,6 +381,9 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		v := Ident("v")
 		return Method(Method(vals, "filter", v, Not(Bin("in", v, child))), "map", v, patchOp("add", p.child("-"), v)), nil
 	case ir.PruneSet:
+		if !g.f.TwoVar {
+			return nil, fmt.Errorf("a prune removes elements by index, which needs two-variable comprehensions (transformList): the API server accepts them in new expressions from Kubernetes 1.33 (use --kubernetes-version 1.33 or later)")
+		}
 		// Remove every element equal to a value, by index; each removal shifts the later indices
 		// down by one, so the k-th removal (in ascending order) is at index i - k.
 		vals, err := Value(op.Values)

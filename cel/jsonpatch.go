@@ -264,11 +264,39 @@ func (g *jpgen) forEach(d int, cur, match, inner Expr) (Expr, error) {
 	return Method(Method(lists, "filter", l, Bin(">", Call("size", l), Int(0))), "map", l, Index(l, Int(0))), nil
 }
 
+// singleOpSet: without lists.flatten, a ModifySet whose values are all scalars replaces the whole
+// list in one operation, so that it can sit under a list step. (Lists of objects cannot be copied
+// into a patch value: the API server may hand CEL their elements as typed objects, which do not
+// marshal to JSON; those get one operation per value, which needs flatten under a list step.)
+func (g *jpgen) singleOpSet() bool {
+	if g.f.Flatten {
+		return false
+	}
+	var vals []any
+	switch op := g.m.Op.(type) {
+	case ir.MergeSet:
+		vals = op.Values
+	case ir.PruneSet:
+		vals = op.Values
+	default:
+		return false
+	}
+	for _, v := range vals {
+		switch v.(type) {
+		case map[string]any, []any:
+			return false
+		}
+	}
+	return true
+}
+
 // multi reports whether the path from depth d on can yield more than one operation.
 func (g *jpgen) multi(d int) bool {
 	switch g.m.Op.(type) {
 	case ir.MergeSet, ir.PruneSet:
-		return true // one operation per value added or element removed
+		if !g.singleOpSet() {
+			return true // one operation per value added or element removed
+		}
 	}
 	for k := d; k < len(g.m.Path); k++ {
 		if g.m.Path[k].List && !g.last(k) {
@@ -371,6 +399,15 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		}
 		return List(patchOp("replace", p, v)), nil
 	case ir.MergeSet:
+		if g.singleOpSet() {
+			// One "replace" of the whole list (a list of scalars marshals fine).
+			vals, err := Value(dedupe(op.Values))
+			if err != nil {
+				return nil, err
+			}
+			v := Ident("v")
+			return List(patchOp("replace", p, Bin("+", child, Method(vals, "filter", v, Not(Bin("in", v, child)))))), nil
+		}
 		// One "add" per value not yet in the list, at its end, in order. The values are literals:
 		// the list itself is never copied into a patch value (the API server may hand CEL its
 		// elements as typed objects, which do not marshal to JSON).
@@ -381,6 +418,14 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		v := Ident("v")
 		return Method(Method(vals, "filter", v, Not(Bin("in", v, child))), "map", v, patchOp("add", p.child("-"), v)), nil
 	case ir.PruneSet:
+		if g.singleOpSet() {
+			vals, err := Value(op.Values)
+			if err != nil {
+				return nil, err
+			}
+			v := Ident("v")
+			return List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), nil
+		}
 		if !g.f.TwoVar {
 			return nil, fmt.Errorf("a prune removes elements by index, which needs two-variable comprehensions (transformList): the API server accepts them in new expressions from Kubernetes 1.33 (use --kubernetes-version 1.33 or later)")
 		}

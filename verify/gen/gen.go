@@ -29,7 +29,7 @@
 //   - objects: Pods (and Deployments, Namespaces) with random subsets of those fields, several
 //     containers, images of every shape, labels selectors look for or not, namespaces with and
 //     without labels, generateName; CREATE or UPDATE; the fused or per-mutator layout; failure
-//     policy Ignore or Fail.
+//     policy Ignore or Fail; Kubernetes 1.32 to 1.37.
 //
 // Values are given in the form the API server stores them (canonical), except in one case in ten
 // (Case.NonCanonical), because the compiler refuses what Gatekeeper would see differently.
@@ -62,6 +62,9 @@ type Case struct {
 	Operation string
 	// Layout is the compiler's policy layout: "" (the default, fused) or "per-mutator".
 	Layout string
+	// KubernetesVersion is the version compiled for: "" (the compiler's default) or "1.32".."1.36"
+	// (the expressions then avoid newer CEL; the admission code that runs them is the newest).
+	KubernetesVersion string
 	// FailurePolicy is the policies' failure policy: "" (the compiler's default, Ignore) or "Fail",
 	// which turns an expression that fails at run time into a denial instead of a skipped mutation.
 	FailurePolicy string
@@ -88,6 +91,9 @@ func (c *Case) YAML() string {
 	fmt.Fprintf(&b, "# operation: %s\n", c.op())
 	if c.Layout != "" {
 		fmt.Fprintf(&b, "# layout: %s (mapc compile --layout %s)\n", c.Layout, c.Layout)
+	}
+	if c.KubernetesVersion != "" {
+		fmt.Fprintf(&b, "# kubernetes-version: %s (mapc compile --kubernetes-version %s)\n", c.KubernetesVersion, c.KubernetesVersion)
 	}
 	if c.FailurePolicy != "" {
 		fmt.Fprintf(&b, "# failure-policy: %s (mapc compile --failure-policy %s)\n", c.FailurePolicy, c.FailurePolicy)
@@ -124,8 +130,9 @@ func (c *Case) op() string {
 
 // ParseCase reads a case written by YAML (or by hand in the same layout): Gatekeeper mutators,
 // Namespaces (the environment, also admitted) and other objects, in any order. A line
-// "# operation: UPDATE" admits the objects as updates; "# layout: per-mutator" and
-// "# failure-policy: Fail" compile with that layout and failure policy.
+// "# operation: UPDATE" admits the objects as updates; "# layout: per-mutator",
+// "# failure-policy: Fail" and "# kubernetes-version: 1.33" compile with that layout, failure
+// policy and version.
 func ParseCase(name string, data []byte) (*Case, error) {
 	docs, err := source.Parse(name, data)
 	if err != nil {
@@ -142,6 +149,9 @@ func ParseCase(name string, data []byte) (*Case, error) {
 		}
 		if s, ok := strings.CutPrefix(l, "# failure-policy:"); ok {
 			c.FailurePolicy, _, _ = strings.Cut(strings.TrimSpace(s), " ")
+		}
+		if s, ok := strings.CutPrefix(l, "# kubernetes-version:"); ok {
+			c.KubernetesVersion, _, _ = strings.Cut(strings.TrimSpace(s), " ")
 		}
 	}
 	for _, d := range docs {
@@ -174,6 +184,9 @@ func generate(seed uint64, nonCanonical bool) *Case {
 	}
 	if g.r.chance(0.25) {
 		g.c.FailurePolicy = "Fail"
+	}
+	if g.r.chance(0.2) {
+		g.c.KubernetesVersion = pick(g.r, []string{"1.32", "1.33", "1.34", "1.35", "1.36"})
 	}
 	return g.c
 }

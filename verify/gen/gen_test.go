@@ -80,6 +80,7 @@ func TestCoverage(t *testing.T) {
 		count("operation " + c.Operation)
 		count("layout " + c.Layout)
 		count("failure policy " + c.FailurePolicy)
+		count("kubernetes " + c.KubernetesVersion)
 		if c.NonCanonical {
 			count("values as generated")
 		}
@@ -95,7 +96,8 @@ func TestCoverage(t *testing.T) {
 		}
 	}
 	want := []string{
-		"operation CREATE", "operation UPDATE", "layout ", "layout per-mutator", "failure policy ", "failure policy Fail", "values as generated", "4+ mutators",
+		"operation CREATE", "operation UPDATE", "layout ", "layout per-mutator", "failure policy ", "failure policy Fail",
+		"kubernetes ", "kubernetes 1.32", "kubernetes 1.33", "kubernetes 1.34", "kubernetes 1.35", "kubernetes 1.36", "values as generated", "4+ mutators",
 		"Assign v1", "Assign v1beta1", "Assign v1alpha1", "AssignMetadata v1", "AssignMetadata v1beta1", "AssignMetadata v1alpha1",
 		"ModifySet v1", "ModifySet v1beta1", "ModifySet v1alpha1", "AssignImage v1alpha1",
 		"location quoted", "location single-quoted", "location key with dot", "location key with slash", "location key with space",

@@ -75,7 +75,6 @@ var knownFailures = []knownFailure{
 		},
 	},
 
-
 	{
 		name:   "frommetadata-empty-name-dropped",
 		reason: "fromMetadata name is empty for generateName objects; the API server drops the empty string from omitempty fields",

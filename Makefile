@@ -24,7 +24,7 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # Go fuzz targets, each for FUZZTIME; then fuzz-diff: MAPC_DIFF_N (default 100000) generated
-# differential cases from seed MAPC_DIFF_SEED (verify/differential_test.go; ~2 hours on 2 cores).
+# differential cases from seed MAPC_DIFF_SEED (verify/differential_test.go; about an hour on 2 cores).
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./cel/ -run '^$$' -fuzz '^FuzzStr$$' -fuzztime $(FUZZTIME)

@@ -77,7 +77,13 @@ func namespaceName() Expr {
 }
 
 // Wildcard is Gatekeeper's wildcard.Matches(s): "x", "x*" (prefix), "*x" (suffix), "*x*".
-func Wildcard(w string, s Expr) Expr {
+func Wildcard(w string, s Expr) Expr { return wildcard(w, s, false) }
+
+// wildcardGenerateName is Gatekeeper's wildcard.MatchesGenerateName: the same, except that a
+// generateName is only a prefix, so "x" and "*x" never match it.
+func wildcardGenerateName(w string, s Expr) Expr { return wildcard(w, s, true) }
+
+func wildcard(w string, s Expr, generateName bool) Expr {
 	switch {
 	case strings.HasPrefix(w, "*") && strings.HasSuffix(w, "*") && len(w) >= 2:
 		inner := strings.TrimSuffix(strings.TrimPrefix(w, "*"), "*")
@@ -87,29 +93,14 @@ func Wildcard(w string, s Expr) Expr {
 		return Method(s, "contains", Str(inner))
 	case w == "*":
 		return True
+	case strings.HasSuffix(w, "*"):
+		return Method(s, "startsWith", Str(strings.TrimSuffix(w, "*")))
+	case generateName:
+		return False
 	case strings.HasPrefix(w, "*"):
 		return Method(s, "endsWith", Str(strings.TrimPrefix(w, "*")))
-	case strings.HasSuffix(w, "*"):
-		return Method(s, "startsWith", Str(strings.TrimSuffix(w, "*")))
 	}
 	return Bin("==", s, Str(w))
-}
-
-// wildcardGenerateName is Gatekeeper's wildcard.MatchesGenerateName.
-func wildcardGenerateName(w string, s Expr) Expr {
-	switch {
-	case strings.HasPrefix(w, "*") && strings.HasSuffix(w, "*") && len(w) >= 2:
-		inner := strings.TrimSuffix(strings.TrimPrefix(w, "*"), "*")
-		if inner == "" {
-			return True
-		}
-		return Method(s, "contains", Str(inner))
-	case w == "*":
-		return True
-	case strings.HasSuffix(w, "*"):
-		return Method(s, "startsWith", Str(strings.TrimSuffix(w, "*")))
-	}
-	return False
 }
 
 // NamespacesMatch is Gatekeeper's namespacesMatch for match.namespaces.

@@ -8,12 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
@@ -273,18 +271,7 @@ func judge(c *Case, want, got *unstructured.Unstructured, gerr error) string {
 
 // Diff is a unified diff of two objects as YAML, expected to got.
 func Diff(want, got *unstructured.Unstructured) string {
-	y := func(o *unstructured.Unstructured) string {
-		if o == nil {
-			return ""
-		}
-		data, _ := yaml.Marshal(o.Object)
-		return string(data)
-	}
-	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(y(want)), B: difflib.SplitLines(y(got)),
-		FromFile: "expected", ToFile: "got", Context: 3,
-	})
-	return d
+	return verify.DiffObjects(want, got, "expected", "got")
 }
 
 // WriteText prints an outcome: a header, notes and warnings, then PASS, FAIL (with the place of

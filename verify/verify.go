@@ -279,7 +279,10 @@ func Normalize(o *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	return out, nil
 }
 
-func diff(a, b *unstructured.Unstructured) string {
+func diff(a, b *unstructured.Unstructured) string { return DiffObjects(a, b, "gatekeeper", "policies") }
+
+// DiffObjects is a unified diff of two objects as YAML, from a (named from) to b (named to).
+func DiffObjects(a, b *unstructured.Unstructured, from, to string) string {
 	y := func(o *unstructured.Unstructured) string {
 		if o == nil {
 			return ""
@@ -289,7 +292,7 @@ func diff(a, b *unstructured.Unstructured) string {
 	}
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(y(a)), B: difflib.SplitLines(y(b)),
-		FromFile: "gatekeeper", ToFile: "policies", Context: 3,
+		FromFile: from, ToFile: to, Context: 3,
 	})
 	return d
 }

@@ -94,16 +94,10 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		}
 		ms = append(ms, m)
 	}
-	out.Groups = plan.Plan(ms)
-	// Refuse the groups Gatekeeper's in-memory quirks make irreproducible, and plan the rest again.
+	// Refuse the groups Gatekeeper's in-memory quirks or the API server's defaulting make
+	// irreproducible, and plan the rest again (refusing some can change the others' groups).
 	refused := map[*ir.Mutation]bool{}
-	for _, g := range out.Groups {
-		for m, msg := range quirks(g) {
-			refused[m] = true
-			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec", Msg: msg})
-		}
-	}
-	if len(refused) > 0 {
+	for {
 		var keep []*ir.Mutation
 		for _, m := range ms {
 			if !refused[m] {
@@ -111,6 +105,25 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			}
 		}
 		out.Groups = plan.Plan(keep)
+		more := false
+		for _, g := range out.Groups {
+			for m, msg := range quirks(g) {
+				if !refused[m] {
+					refused[m], more = true, true
+					out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec", Msg: msg})
+				}
+			}
+			_, problems := units(g)
+			for m, msg := range problems {
+				if !refused[m] {
+					refused[m], more = true, true
+					out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: msg})
+				}
+			}
+		}
+		if !more {
+			break
+		}
 	}
 	fail := func(m *ir.Mutation, err error) {
 		out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})
@@ -233,21 +246,36 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 		if len(m.Match.Rules) == 0 {
 			union.Operations = mergeOps(union.Operations, m.Match.Operations)
 		}
-		guard, err := fullGuard(m)
-		if err != nil {
-			return nil, err
+	}
+	// Each unit is one expression: a mutation alone, or mutations the API server's defaulting
+	// couples, computed together.
+	us, _ := units(g)
+	for _, u := range us {
+		var batch []step
+		for _, m := range u {
+			guard, err := fullGuard(m)
+			if err != nil {
+				return nil, err
+			}
+			ops, err := cel.JSONPatch(m, env.Features())
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", m.Source, err)
+			}
+			if !cel.IsEmpty(ops) {
+				batch = append(batch, step{m: m, guard: guard})
+			}
 		}
-		ops, err := cel.JSONPatch(m, env.Features())
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", m.Source, err)
-		}
-		if cel.IsEmpty(ops) {
+		if len(batch) == 0 {
 			exprs = append(exprs, "")
 			continue
 		}
-		s, err := pr.jsonPatch(cel.Guarded(guard, ops))
+		e, err := fusedPatch(env, batch)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", m.Source, err)
+			return nil, fmt.Errorf("%s: %v", batch[0].m.Source, err)
+		}
+		s, err := pr.jsonPatch(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", batch[0].m.Source, err)
 		}
 		exprs = append(exprs, s)
 	}
@@ -262,8 +290,8 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 	}
 	var muts []emit.Mutation
 	for r := 0; r < g.Rounds; r++ {
-		for i, s := range exprs {
-			if g.Runs[i] > r && s != "" {
+		for _, s := range exprs {
+			if s != "" {
 				muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
 			}
 		}

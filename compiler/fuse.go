@@ -26,6 +26,7 @@ type step struct {
 	m     *ir.Mutation
 	guard cel.Expr // its complete match
 	round int
+	unit  int // steps with the same non-zero unit must be in one expression (see units)
 }
 
 // compileFused emits one policy per set of resources (groups whose rules are the same), with
@@ -86,12 +87,24 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				guards[m] = guard
 			}
 		}
+		unitID := 0
 		for r := 0; r < rounds; r++ {
 			for _, gi := range b.groups {
 				g := groups[gi]
-				for i, m := range g.Mutations {
-					if _, ok := guards[m]; ok && g.Runs[i] > r {
-						seq = append(seq, step{m: m, guard: guards[m], round: r})
+				if g.Rounds <= r {
+					continue
+				}
+				us, _ := units(g)
+				for _, u := range us {
+					id := 0
+					if len(u) > 1 {
+						unitID++
+						id = unitID
+					}
+					for _, m := range u {
+						if _, ok := guards[m]; ok {
+							seq = append(seq, step{m: m, guard: guards[m], round: r, unit: id})
+						}
 					}
 				}
 			}
@@ -109,26 +122,33 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			}
 		}
 		var muts []emit.Mutation
-		for i := 0; i < len(seq); {
-			batch := []step{seq[i]}
-			total := size[seq[i].m]
+		// chunk is the steps from i that must stay together: one step, or one coupled unit.
+		chunk := func(i int) int {
 			j := i + 1
-			for ; j < len(seq); j++ {
-				if total+size[seq[j].m] > maxFusedLength {
+			for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
+				j++
+			}
+			return j
+		}
+		for i := 0; i < len(seq); {
+			j := chunk(i)
+			batch := append([]step(nil), seq[i:j]...)
+			total := 0
+			for _, s := range batch {
+				total += size[s.m]
+			}
+			for j < len(seq) {
+				k := chunk(j)
+				add := 0
+				for _, s := range seq[j:k] {
+					add += size[s.m]
+				}
+				if total+add > maxFusedLength || !allFusable(batch, seq[j:k]) {
 					break
 				}
-				total += size[seq[j].m]
-				ok := true
-				for _, s := range batch {
-					if !plan.Fusable(s.m, seq[j].m) {
-						ok = false
-						break
-					}
-				}
-				if !ok {
-					break
-				}
-				batch = append(batch, seq[j])
+				total += add
+				batch = append(batch, seq[j:k]...)
+				j = k
 			}
 			e, err := fusedPatch(env, batch)
 			if err != nil {
@@ -155,6 +175,18 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		policies = append(policies, p)
 	}
 	return policies, policyOf, nil
+}
+
+// allFusable: can every step of b be fused with every step of a?
+func allFusable(a, b []step) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if !plan.Fusable(x.m, y.m) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // maxFusedLength bounds the (unformatted) length of a fused expression: the API server refuses

@@ -108,3 +108,82 @@ func testsExistence(m *ir.Mutation, p []ir.Step) bool {
 	}
 	return false
 }
+
+// units splits a group into its mutation expressions, in execution order: every mutation alone,
+// except the mutations coupled by the API server's defaulting (plan.Coupling), which must be
+// computed together in one expression, placed where the first of them runs in Gatekeeper's
+// order. problems names the mutations that cannot be placed so: coupled mutations that also
+// depend on each other, a coupled mutation that does not commute with one it would be moved
+// before, or coupled mutations in a group that needs more than one round (the defaulting
+// between rounds would still show them what Gatekeeper's mutators never see).
+func units(g *plan.Group) ([][]*ir.Mutation, map[*ir.Mutation]string) {
+	problems := map[*ir.Mutation]string{}
+	comp := map[*ir.Mutation]*ir.Mutation{}
+	var find func(m *ir.Mutation) *ir.Mutation
+	find = func(m *ir.Mutation) *ir.Mutation {
+		r, ok := comp[m]
+		if !ok || r == m {
+			return m
+		}
+		r = find(r)
+		comp[m] = r
+		return r
+	}
+	for _, c := range g.Couplings {
+		if a, b := find(c.A), find(c.B); a != b {
+			comp[a] = b
+		}
+	}
+	// Pairs that cannot share an expression first: refusing them changes the group, and with it
+	// the rounds the rest need.
+	for _, c := range g.Couplings {
+		if !plan.Fusable(c.A, c.B) {
+			msg := fmt.Sprintf("%s; and %s also depends on what %s writes, so they cannot be computed in one mutation expression either: no policy can reproduce Gatekeeper's result", c.Why, c.B.Source, c.A.Source)
+			problems[c.A], problems[c.B] = msg, msg
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	for _, c := range g.Couplings {
+		if g.Rounds > 1 && !c.Stable {
+			msg := fmt.Sprintf("%s; and their group needs %d rounds, between which the API server would default it again: no policy can reproduce Gatekeeper's result", c.Why, g.Rounds)
+			problems[c.A], problems[c.B] = msg, msg
+		}
+	}
+	pos := map[*ir.Mutation]int{}
+	for i, m := range g.Mutations {
+		pos[m] = i
+	}
+	var out [][]*ir.Mutation
+	done := map[*ir.Mutation]bool{}
+	for i, m := range g.Mutations {
+		if done[m] {
+			continue
+		}
+		unit := []*ir.Mutation{m}
+		done[m] = true
+		for _, o := range g.Mutations[i+1:] {
+			if !done[o] && find(o) == find(m) {
+				unit = append(unit, o)
+				done[o] = true
+			}
+		}
+		for _, o := range unit[1:] {
+			for _, x := range unit {
+				if x != o && !plan.Fusable(x, o) && problems[o] == "" {
+					msg := fmt.Sprintf("%s and %s must run in one mutation expression (the API server defaults the object between mutations), and they interact, so they cannot: no policy can reproduce Gatekeeper's result", x.Source, o.Source)
+					problems[x], problems[o] = msg, msg
+				}
+			}
+			for _, x := range g.Mutations[i+1 : pos[o]] {
+				if find(x) != find(m) && !plan.Fusable(x, o) && problems[o] == "" {
+					msg := fmt.Sprintf("%s must run in one mutation expression with %s (the API server defaults the object between mutations), which would move it before %s, with which it interacts: no policy can reproduce Gatekeeper's result", o.Source, m.Source, x.Source)
+					problems[o], problems[x] = msg, msg
+				}
+			}
+		}
+		out = append(out, unit)
+	}
+	return out, problems
+}

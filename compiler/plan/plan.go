@@ -28,6 +28,9 @@ type Group struct {
 	Runs []int
 	// Why lists the interactions that joined the group, for explain and comments.
 	Why []string
+	// Couplings are the pairs that must run within one mutation expression, since the API
+	// server defaults the object between mutations (see defaults.go).
+	Couplings []Coupling
 }
 
 // Plan groups interacting mutations. ms must be in Gatekeeper's order (sorted by SortKey).
@@ -56,10 +59,20 @@ func Plan(ms []*ir.Mutation) []*Group {
 		return i
 	}
 	why := map[int][]string{}
+	couplings := map[int][]Coupling{}
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			if i == j || !kindsOverlap(ms[i].Match, ms[j].Match) {
 				continue
+			}
+			if reason, r := fps[i].coupling(fps[j]); reason != "" && !shadowed(ms, fps, j, r) {
+				a, b := find(i), find(j)
+				if a != b {
+					parent[a] = b
+				}
+				couplings[i] = append(couplings[i], Coupling{A: ms[i], B: ms[j], Why: reason,
+					Stable: setsIfUnset(ms[j], fps[j], r) && len(fps[i].appends) == 0})
+				why[i] = append(why[i], reason)
 			}
 			if reason, read := fps[i].affects(fps[j]); reason != "" {
 				feeds[i][j] = read
@@ -72,6 +85,20 @@ func Plan(ms []*ir.Mutation) []*Group {
 					why[i] = append(why[i], fmt.Sprintf("%s → %s: %s", ms[i].Source, ms[j].Source, reason))
 				} else {
 					why[i] = append(why[i], fmt.Sprintf("%s, %s: %s (their order decides the result)", ms[i].Source, ms[j].Source, reason))
+				}
+			}
+		}
+	}
+	for i := range couplings {
+		for c := range couplings[i] {
+			cp := &couplings[i][c]
+			for k := 0; k < n && cp.Stable; k++ {
+				if k != i && ms[k] != cp.B && find(k) == find(i) && kindsOverlap(ms[k].Match, cp.B.Match) {
+					for j := range ms {
+						if ms[j] == cp.B && fps[k].feedsBeyondMembers(fps[j]) {
+							cp.Stable = false
+						}
+					}
 				}
 			}
 		}
@@ -93,6 +120,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 		for _, i := range idx {
 			g.Mutations = append(g.Mutations, ms[i])
 			g.Why = append(g.Why, why[i]...)
+			g.Couplings = append(g.Couplings, couplings[i]...)
 		}
 		sort.Strings(g.Why)
 		out = append(out, g)
@@ -227,7 +255,11 @@ func (p path) String() string {
 			if i > 0 {
 				b.WriteByte('.')
 			}
-			b.WriteString(s.field)
+			if s.field == anyField {
+				b.WriteString("*")
+			} else {
+				b.WriteString(s.field)
+			}
 		case s.glob:
 			fmt.Fprintf(&b, "[%s: *]", s.keyField)
 		default:
@@ -243,7 +275,7 @@ func segCompatible(a, b seg) bool {
 		return false
 	}
 	if !a.list {
-		return a.field == b.field
+		return a.field == b.field || a.field == anyField || b.field == anyField
 	}
 	if a.glob || b.glob || a.keyField != b.keyField {
 		return true
@@ -285,6 +317,8 @@ type footprint struct {
 	appends []path
 	// setValue is the constant it sets, for commuting identical writers.
 	setValue string
+	// defs caches defaultsAfter.
+	defs []defaulted
 }
 
 func footprintOf(m *ir.Mutation) *footprint {

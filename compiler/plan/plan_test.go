@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -154,5 +155,71 @@ func TestFusable(t *testing.T) {
 		if got := plan.Fusable(byName[c.a], byName[c.b]); got != c.want {
 			t.Errorf("Fusable(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestDefaultingCouplings: pairs whose second member reads a field the API server's defaulting
+// fills after the first member's mutation (and only those) are coupled.
+func TestDefaultingCouplings(t *testing.T) {
+	notSet := func(p string) string {
+		return fmt.Sprintf("    pathTests:\n    - subPath: '%s'\n      condition: MustNotExist\n", p)
+	}
+	deployment := func(doc string) string {
+		return strings.Replace(doc, `[{groups: [""], kinds: [Pod], versions: [v1]}]`, `[{groups: [apps], kinds: [Deployment], versions: [v1]}]`, 1)
+	}
+	for _, c := range []struct {
+		name string
+		docs []string
+		want string // "A>B" couplings, sorted
+	}{
+		{"a new limit is copied to the missing request",
+			[]string{assign("a-limit", "spec.containers[name: *].resources.limits.memory", `"1Gi"`, notSet("spec.containers[name: *].resources.limits.memory")),
+				assign("b-request", "spec.containers[name: *].resources.requests.memory", `"1Gi"`, notSet("spec.containers[name: *].resources.requests.memory"))},
+			"[a-limit>b-request]"},
+		{"a whole resources object counts as a limit",
+			[]string{assign("a-res", "spec.containers[name: app].resources", "{limits: {cpu: '1'}}", ""),
+				assign("b-request", "spec.containers[name: app].resources.requests", "{cpu: '1'}", notSet("spec.containers[name: app].resources.requests"))},
+			"[a-res>b-request]"},
+		{"another container's request is not affected",
+			[]string{assign("a-limit", "spec.containers[name: a].resources.limits.cpu", `"1"`, ""),
+				assign("b-request", "spec.containers[name: b].resources.requests.cpu", `"1"`, notSet("spec.containers[name: b].resources.requests.cpu"))},
+			"[]"},
+		{"an unconditional request is not a reader",
+			[]string{assign("a-limit", "spec.containers[name: *].resources.limits.memory", `"1Gi"`, ""),
+				assign("b-request", "spec.containers[name: *].resources.requests.memory", `"1Gi"`, "")},
+			"[]"},
+		{"pod templates are not defaulted from limits",
+			[]string{deployment(assign("a-limit", "spec.template.spec.containers[name: *].resources.limits.memory", `"1Gi"`, "")),
+				deployment(assign("b-request", "spec.template.spec.containers[name: *].resources.requests.memory", `"1Gi"`, notSet("spec.template.spec.containers[name: *].resources.requests.memory")))},
+			"[]"},
+		{"a new container gets a pull policy",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", notSet("spec.containers[name: *].imagePullPolicy")),
+				assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[b-sidecar>a-pull]"},
+		{"a new template container too",
+			[]string{deployment(assign("a-pull", "spec.template.spec.containers[name: *].imagePullPolicy", "Always", notSet("spec.template.spec.containers[name: *].imagePullPolicy"))),
+				deployment(assign("b-sidecar", "spec.template.spec.containers[name: proxy].image", "envoy", ""))},
+			"[b-sidecar>a-pull]"},
+		{"an image change does not reset the pull policy",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", notSet("spec.containers[name: *].imagePullPolicy")),
+				assign("b-image", "spec.containers[name: *].image", "nginx", "")},
+			"[]"},
+		{"serviceAccountName is copied to serviceAccount",
+			[]string{assign("a-sa", "spec.serviceAccountName", "robot", ""),
+				assign("b-legacy", "spec.serviceAccount", "robot", notSet("spec.serviceAccount"))},
+			"[a-sa>b-legacy]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, g := range plan.Plan(mutations(t, c.docs...)) {
+				for _, cp := range g.Couplings {
+					got = append(got, cp.A.Source.Name+">"+cp.B.Source.Name)
+				}
+			}
+			sort.Strings(got)
+			if fmt.Sprint(got) != c.want {
+				t.Errorf("couplings %v, want %s", got, c.want)
+			}
+		})
 	}
 }

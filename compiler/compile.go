@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/mapc-dev/mapc/cel"
@@ -31,10 +32,26 @@ type Options struct {
 	Layout Layout
 	// CRDs give the resource names of custom resources.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// ExcludedNamespaces are namespaces (Gatekeeper wildcards: "x", "x*", "*x") Gatekeeper's
+	// mutation webhook never mutated in: a Config's excludedNamespaces for the mutation webhook
+	// (read from the documents too) and its exempt namespaces. Every policy skips them.
+	ExcludedNamespaces []string
+	// MutateIgnoredNamespaces drops the exclusion of namespaces labelled
+	// admission.gatekeeper.sh/ignore, which Gatekeeper's webhook (as its Helm chart and manifest
+	// install it) is never called for.
+	MutateIgnoredNamespaces bool
 }
 
+// IgnoreLabel marks namespaces Gatekeeper's installed webhook never sees (its namespaceSelector
+// requires the label to be absent).
+const IgnoreLabel = "admission.gatekeeper.sh/ignore"
+
 func (o Options) emitOptions() emit.Options {
-	return emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs)}
+	eo := emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs)}
+	if !o.MutateIgnoredNamespaces {
+		eo.NamespaceRequirements = []metav1.LabelSelectorRequirement{{Key: IgnoreLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}
+	}
+	return eo
 }
 
 // Layout says how mutations are spread over policies.
@@ -61,6 +78,10 @@ type Output struct {
 	// emitted for Groups[i] (nil when it was refused).
 	Groups   []*plan.Group
 	PolicyOf []*emit.Policy
+	// ExcludedNamespaces is every namespace the policies skip (options and Config documents).
+	ExcludedNamespaces []string
+	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled IgnoreLabel.
+	SkipsIgnoredNamespaces bool
 }
 
 // ParseVersion reads "1.34" or "1.34.2" and checks it is one MAP exists in.
@@ -81,10 +102,16 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		opts.KubernetesVersion, _ = ParseVersion(DefaultKubernetesVersion)
 	}
 	env := cel.NewEnv(opts.KubernetesVersion)
+	docs, excluded, notes, problems := installContext(docs)
+	opts.ExcludedNamespaces = append(append([]string(nil), opts.ExcludedNamespaces...), excluded...)
 	fe := gatekeeper.Compile(docs)
-	out := &Output{Notes: fe.Notes}
+	out := &Output{Notes: append(notes, fe.Notes...), ExcludedNamespaces: opts.ExcludedNamespaces, SkipsIgnoredNamespaces: !opts.MutateIgnoredNamespaces}
+	out.Problems = append(out.Problems, problems...)
 	for _, p := range fe.Problems {
 		out.Problems = append(out.Problems, p)
+	}
+	if err := CheckNamespaceWildcards(opts.ExcludedNamespaces); err != nil {
+		out.Problems = append(out.Problems, err)
 	}
 	var ms []*ir.Mutation
 	for _, m := range fe.Mutations {
@@ -208,6 +235,9 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 			return nil, err
 		}
 	}
+	if err := addCond(installConditionName, cel.ExcludedNamespacesMatch(opts.ExcludedNamespaces)); err != nil {
+		return nil, err
+	}
 	if err := addCond("namespaces", cel.NamespacesMatch(m.Match.Namespaces)); err != nil {
 		return nil, err
 	}
@@ -299,7 +329,28 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 	if len(muts) == 0 {
 		return nil, nil
 	}
-	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, nil, muts, opts.emitOptions())
+	conds, err := installConditions(env, opts)
+	if err != nil {
+		return nil, err
+	}
+	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, conds, muts, opts.emitOptions())
+}
+
+// installConditionName names the match condition that skips the namespaces Gatekeeper's
+// installation excluded from mutation.
+const installConditionName = "gatekeeper-excluded-namespaces"
+
+// installConditions are the match conditions every policy gets from the installation context.
+func installConditions(env *cel.Env, opts Options) ([]emit.Condition, error) {
+	e := cel.ExcludedNamespacesMatch(opts.ExcludedNamespaces)
+	if e == cel.True {
+		return nil, nil
+	}
+	s, err := printer{env}.condition(e)
+	if err != nil {
+		return nil, err
+	}
+	return []emit.Condition{{Name: installConditionName, Expression: s}}, nil
 }
 
 // fullGuard is every match clause of m as one CEL condition, for use inside a grouped policy.

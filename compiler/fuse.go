@@ -165,7 +165,11 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			continue
 		}
 		sort.Slice(srcs, func(i, j int) bool { return srcs[i].Kind+"/"+srcs[i].Name < srcs[j].Kind+"/"+srcs[j].Name })
-		p, err := emit.NewPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, nil, muts, opts.emitOptions())
+		conds, err := installConditions(env, opts)
+		if err != nil {
+			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
+		}
+		p, err := emit.NewPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, conds, muts, opts.emitOptions())
 		if err != nil {
 			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}

@@ -35,6 +35,9 @@ type Options struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType
 	// Resources names the resources of kinds (built-in ones, and custom resources from CRDs).
 	Resources *Resources
+	// NamespaceRequirements are added to every binding's namespaceSelector (the namespaces the
+	// replaced webhook was never called for).
+	NamespaceRequirements []metav1.LabelSelectorRequirement
 }
 
 // Resources maps kinds to their plural resource names: built-in kinds from the Kubernetes client
@@ -136,8 +139,15 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 		ObjectMeta: *meta.DeepCopy(),
 		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 	}
-	if match.NamespaceSelector != nil {
-		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: match.NamespaceSelector.DeepCopy()}
+	if match.NamespaceSelector != nil || len(opts.NamespaceRequirements) > 0 {
+		sel := &metav1.LabelSelector{}
+		if match.NamespaceSelector != nil {
+			sel = match.NamespaceSelector.DeepCopy()
+		}
+		for _, r := range opts.NamespaceRequirements {
+			sel.MatchExpressions = append(sel.MatchExpressions, *r.DeepCopy())
+		}
+		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: sel}
 	}
 	return &Policy{Policy: p, Binding: b}, nil
 }

@@ -40,6 +40,13 @@ type Options struct {
 	Seed          int64
 	// Idempotence re-admits each result through the policies and fails objects that change again.
 	Idempotence bool
+	// ExcludedNamespaces are the namespaces Gatekeeper's Config excludes from mutation
+	// (Gatekeeper wildcards); compiler.Output.ExcludedNamespaces.
+	ExcludedNamespaces []string
+	// MutateIgnoredNamespaces: Gatekeeper's webhook is called for namespaces labelled
+	// admission.gatekeeper.sh/ignore too (by default it is installed with a namespaceSelector
+	// that skips them, as its Helm chart and manifest install it).
+	MutateIgnoredNamespaces bool
 }
 
 // Case is one admission request.
@@ -94,6 +101,21 @@ func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, 
 	gk, err := gatekeeper.New(mutators)
 	if err != nil {
 		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
+	}
+	gk.SetWebhookNamespaceSelector(!opts.MutateIgnoredNamespaces)
+	if len(opts.ExcludedNamespaces) > 0 {
+		var ws []any
+		for _, w := range opts.ExcludedNamespaces {
+			ws = append(ws, w)
+		}
+		cfg := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "config.gatekeeper.sh/v1alpha1", "kind": "Config",
+			"metadata": map[string]any{"name": "config", "namespace": "gatekeeper-system"},
+			"spec":     map[string]any{"match": []any{map[string]any{"processes": []any{"mutation-webhook"}, "excludedNamespaces": ws}}},
+		}}
+		if err := gk.SetConfig(cfg); err != nil {
+			return nil, fmt.Errorf("Gatekeeper's Config: %w", err)
+		}
 	}
 	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces})
 	if err != nil {

@@ -24,6 +24,7 @@ type compileFlags struct {
 	skipUnsupported bool
 	verbose         bool
 	layout          string
+	install         installFlags
 }
 
 func newCompileCmd() *cobra.Command {
@@ -47,6 +48,7 @@ func newCompileCmd() *cobra.Command {
 	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file or directory, so that policies name custom resources by their plural (otherwise they match all resources of the group/version and check the kind in CEL); repeatable")
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also say which documents were ignored and why")
+	f.install.add(fl)
 	fl.StringVar(&f.layout, "layout", string(compiler.LayoutFused), "fused (one policy per set of resources, independent mutations fused: fastest) or per-mutator (one policy per mutator or group of interacting mutators: for one-at-a-time rollouts)")
 	return c
 }
@@ -95,7 +97,11 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout, CRDs: crds})
+	opts := compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout, CRDs: crds}
+	if err := f.install.apply(&opts); err != nil {
+		return err
+	}
+	out := compiler.Compile(docs, opts)
 	if f.verbose {
 		for _, n := range out.Notes {
 			fmt.Fprintln(stderr, "note: "+n)

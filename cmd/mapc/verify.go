@@ -24,6 +24,7 @@ type verifyFlags struct {
 	output      string
 	kubeVersion string
 	seed        int64
+	install     installFlags
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -52,6 +53,7 @@ compiling them, give them with --policies.`,
 	fl := c.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "mutators and objects: file, directory or - for stdin; repeatable")
 	fl.StringArrayVar(&f.namespaces, "namespaces", nil, "more Namespace objects, for lookup only (not admitted); repeatable")
+	f.install.add(fl)
 	fl.StringArrayVar(&f.policies, "policies", nil, "verify these MutatingAdmissionPolicies and bindings instead of compiling the mutators; repeatable")
 	fl.BoolVar(&f.idempotence, "idempotence", false, "also admit each result again and fail objects that change again")
 	fl.StringVar(&f.output, "output", "text", "text, json or junit")
@@ -82,11 +84,13 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	var mutDocs, objDocs []*source.Document
+	var mutDocs, objDocs, cfgDocs []*source.Document
 	for _, d := range docs {
 		obj := d.Object
 		group := obj.GroupVersionKind().Group
 		switch {
+		case compiler.IsConfig(d):
+			cfgDocs = append(cfgDocs, d)
 		case gatekeeper.IsMutator(obj):
 			mutDocs = append(mutDocs, d)
 		case group == gatekeeper.Group:
@@ -106,6 +110,18 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		return &exitError{code: 1, err: fmt.Errorf("no objects to admit in %s", strings.Join(f.files, ", "))}
 	}
 
+	copts := compiler.Options{KubernetesVersion: kv}
+	if err := f.install.apply(&copts); err != nil {
+		return err
+	}
+	excluded, problems := compiler.ConfigExclusions(cfgDocs)
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p.Error())
+		}
+		return &exitError{code: 1, err: fmt.Errorf("cannot read the Gatekeeper Config")}
+	}
+	excluded = append(append([]string(nil), copts.ExcludedNamespaces...), excluded...)
 	var sets []admission.PolicySet
 	if len(f.policies) > 0 {
 		ps, err := readPolicies(cmd, f.policies, kv)
@@ -114,7 +130,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		}
 		sets = ps.Sets
 	} else {
-		out := compiler.Compile(mutDocs, compiler.Options{KubernetesVersion: kv})
+		out := compiler.Compile(append(append([]*source.Document(nil), mutDocs...), cfgDocs...), copts)
 		for _, n := range out.Notes {
 			if strings.Contains(n, "no policy emitted") {
 				fmt.Fprintln(stderr, "note: "+n)
@@ -138,7 +154,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	for _, d := range mutDocs {
 		mutators = append(mutators, d.Object)
 	}
-	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed})
+	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
+		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

@@ -30,7 +30,19 @@ type Engine struct {
 	ids       []types.ID
 	excluder  *process.Excluder
 	conflicts []string
+	// ignoreLabel: the webhook is installed as Gatekeeper's Helm chart and manifest install
+	// it, with a namespaceSelector that skips namespaces labelled IgnoreLabel.
+	ignoreLabel bool
 }
+
+// IgnoreLabel is the namespace label for which Gatekeeper's installed webhook is not called.
+const IgnoreLabel = "admission.gatekeeper.sh/ignore"
+
+// SetWebhookNamespaceSelector says whether the API server calls the webhook through the
+// installed namespaceSelector (admission.gatekeeper.sh/ignore DoesNotExist): then objects in
+// (and Namespaces with) that label are never mutated. New engines start without it: Admit is
+// then Gatekeeper's webhook handler alone.
+func (e *Engine) SetWebhookNamespaceSelector(on bool) { e.ignoreLabel = on }
 
 // New builds a mutation.System and upserts every mutator in the given order
 // (the System keeps them sorted by ID itself). A mutator that Gatekeeper would
@@ -189,6 +201,20 @@ func (e *Engine) Admit(ctx context.Context, req Request) (*unstructured.Unstruct
 		return req.Object.DeepCopy(), nil
 	}
 
+	if e.ignoreLabel {
+		// The API server's webhook dispatcher: a Namespace is matched by its own labels, a
+		// namespaced object by its namespace's; cluster-scoped objects always match.
+		var labels map[string]string
+		switch {
+		case req.Object != nil && req.Object.GetKind() == namespaceKind && req.Object.GroupVersionKind().Group == "":
+			labels = req.Object.GetLabels()
+		case req.Namespace != nil:
+			labels = req.Namespace.Labels
+		}
+		if _, ok := labels[IgnoreLabel]; ok {
+			return unchanged() // the webhook is not called
+		}
+	}
 	if req.UserName == gatekeeperServiceAccount {
 		return unchanged() // "Gatekeeper does not self-manage"
 	}

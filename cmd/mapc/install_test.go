@@ -1,0 +1,119 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const legacyConfig = `apiVersion: config.gatekeeper.sh/v1alpha1
+kind: Config
+metadata:
+  name: config
+  namespace: gatekeeper-system
+spec:
+  match:
+  - excludedNamespaces: ["legacy-*"]
+    processes: ["mutation-webhook"]
+  - excludedNamespaces: ["audit-only"]
+    processes: ["audit"]
+`
+
+const installObjects = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: quiet
+  labels: {admission.gatekeeper.sh/ignore: "yes"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: legacy-a}
+spec:
+  containers: [{name: c, image: nginx, imagePullPolicy: IfNotPresent}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: quiet}
+spec:
+  containers: [{name: c, image: nginx, imagePullPolicy: IfNotPresent}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: c, namespace: audit-only}
+spec:
+  containers: [{name: c, image: nginx, imagePullPolicy: IfNotPresent}]
+`
+
+// TestInstallContext: a Config's mutation-webhook exclusions, --exclude-namespaces and the
+// admission.gatekeeper.sh/ignore label become exclusions of every policy, and verify's
+// reference engine honours the same installation.
+func TestInstallContext(t *testing.T) {
+	dir := t.TempDir()
+	muts := writeFile(t, dir, "m.yaml", goodAssign)
+	cfg := writeFile(t, dir, "config.yaml", legacyConfig)
+	objs := writeFile(t, dir, "objects.yaml", installObjects)
+
+	for _, layout := range []string{"fused", "per-mutator"} {
+		code, out, errs := runCLI(t, "", "compile", "-f", muts, "-f", cfg, "--exclude-namespaces", "team-x", "--layout", layout, "-o", "-")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", layout, code, errs)
+		}
+		for _, want := range []string{"name: gatekeeper-excluded-namespaces", `startsWith("legacy-")`, `"team-x"`, "key: admission.gatekeeper.sh/ignore", "operator: DoesNotExist"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", layout, want, out)
+			}
+		}
+		if strings.Contains(out, "audit-only") {
+			t.Errorf("%s: an exclusion for the audit process leaked into the policies:\n%s", layout, out)
+		}
+	}
+
+	// Gatekeeper skips legacy-a (Config) and quiet (label), mutates audit-only; so do the policies.
+	code, out, errs := runCLI(t, "", "verify", "-f", muts, "-f", cfg, "-f", objs)
+	if code != 0 {
+		t.Fatalf("verify: exit %d:\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "4 passed, 0 failed") {
+		t.Errorf("verify:\n%s", out)
+	}
+
+	// Policies compiled without the Config mutate in legacy-a, where Gatekeeper does not.
+	_, plain, _ := runCLI(t, "", "compile", "-f", muts, "-o", "-")
+	pols := writeFile(t, dir, "plain.yaml", plain)
+	code, out, _ = runCLI(t, "", "verify", "-f", muts, "-f", cfg, "-f", objs, "--policies", pols)
+	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "legacy-a") {
+		t.Errorf("verify of policies without the exclusion: exit %d, want 1 and a failure for legacy-a:\n%s", code, out)
+	}
+
+	// --mutate-ignored-namespaces: both sides mutate in quiet too.
+	code, out, errs = runCLI(t, "", "compile", "-f", muts, "--mutate-ignored-namespaces", "-o", "-")
+	if code != 0 || strings.Contains(out, "admission.gatekeeper.sh/ignore") {
+		t.Errorf("--mutate-ignored-namespaces: exit %d, output still excludes the label:\n%s%s", code, out, errs)
+	}
+	everywhere := writeFile(t, dir, "everywhere.yaml", out)
+	code, out, errs = runCLI(t, "", "verify", "-f", muts, "-f", objs, "--mutate-ignored-namespaces")
+	if code != 0 {
+		t.Errorf("verify --mutate-ignored-namespaces: exit %d:\n%s\n%s", code, out, errs)
+	}
+	// ... and Gatekeeper as installed does not mutate in quiet, so those policies fail there.
+	code, out, _ = runCLI(t, "", "verify", "-f", muts, "-f", objs, "--policies", everywhere)
+	if code != 1 || !strings.Contains(out, "FAIL Pod/quiet/b") {
+		t.Errorf("verify of policies that mutate in ignored namespaces: exit %d, want 1 and a failure for quiet:\n%s", code, out)
+	}
+
+	code, _, errs = runCLI(t, "", "compile", "-f", muts, "--exclude-namespaces", "Bad_Name")
+	if code != 2 || !strings.Contains(errs, "Bad_Name") {
+		t.Errorf("a bad --exclude-namespaces: exit %d, want 2 naming it: %s", code, errs)
+	}
+}
+
+func TestExplainShowsCouplingsAndInstallation(t *testing.T) {
+	code, out, errs := runCLI(t, "", "explain", "-f", "../../testdata/golden/defaulting-couplings/mutators.yaml", "--exclude-namespaces", "kube-*", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{`"computedTogether": [`, `"Assign/init-cpu-limit + Assign/init-cpu-request"`, `"skipsIgnoredNamespaces": true`, `"kube-*"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %s:\n%s", want, out)
+		}
+	}
+}

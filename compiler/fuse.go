@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,6 +124,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			}
 		}
 		var muts []emit.Mutation
+		checked := map[string]bool{}
 		// chunk is the steps from i that must stay together: one step, or one coupled unit.
 		chunk := func(i int) int {
 			j := i + 1
@@ -150,11 +153,11 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				batch = append(batch, seq[j:k]...)
 				j = k
 			}
-			e, err := fusedPatch(env, batch)
+			e, parts, err := fusedParts(env, batch)
 			if err != nil {
 				return nil, nil, &mutationError{batch[0].m, err}
 			}
-			text, err := pr.jsonPatch(e)
+			text, err := pr.jsonPatchOfParts(e, parts, checked)
 			if err != nil {
 				return nil, nil, &mutationError{batch[0].m, err}
 			}
@@ -181,6 +184,40 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 	return policies, policyOf, nil
 }
 
+// jsonPatchOfParts prints a fused expression and checks it part by part: each part is a
+// list of JSONPatch operations, and so is their concatenation. (cel-go's checker takes time
+// quadratic in the number of generic calls in one expression, which made checking large fused
+// expressions whole the bulk of compile time.) Parts already checked (a step repeated in a
+// later round) are not checked again.
+func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool) (string, error) {
+	var todo []string
+	for _, part := range parts {
+		if src := cel.String(part); !checked[src] {
+			checked[src] = true
+			todo = append(todo, src)
+		}
+	}
+	// The checks are independent: run them on every core.
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, src := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = p.env.CheckJSONPatch(src)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return "", err
+		}
+	}
+	return p.env.Print(whole)
+}
+
 // allFusable: can every step of b be fused with every step of a?
 func allFusable(a, b []step) bool {
 	for _, x := range a {
@@ -201,6 +238,13 @@ const maxFusedLength = 20000
 // nodes several of them would create (each once, empty), then every step's operations, all
 // computed from the same object.
 func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
+	e, _, err := fusedParts(env, batch)
+	return e, err
+}
+
+// fusedParts is fusedPatch, also returning the parts it concatenates.
+func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
+	var parts []cel.Expr
 	ms := make([]*ir.Mutation, len(batch))
 	guardOf := map[*ir.Mutation]cel.Expr{}
 	for i, s := range batch {
@@ -216,7 +260,7 @@ func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
 			for _, m := range n.Creators {
 				lg, err := cel.LabelsMatch(m.Match.LabelSelector)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				when = append(when, cel.And(guardOf[m], lg))
 			}
@@ -224,23 +268,25 @@ func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
 		}
 		pre, err := cel.PreCreate(nodes, env.Features())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		e = pre
+		parts = append(parts, pre)
 	}
 	for _, s := range batch {
 		ops, err := cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		g := cel.Guarded(s.guard, ops)
+		parts = append(parts, g)
 		if e == nil {
 			e = g
 		} else {
 			e = cel.Bin("+", e, g)
 		}
 	}
-	return e, nil
+	return e, parts, nil
 }
 
 // unionMatch is the request-level match of a policy holding ms: the union of their rules (every

@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -108,3 +109,43 @@ func (e *Env) check(acc plugincel.ExpressionAccessor) error {
 }
 
 var _ = admissionregistrationv1.PatchTypeJSONPatch
+
+// VarRef is a reference to a policy variable (spec.variables), variables.<name>.
+func VarRef(name string) Expr { return Field(Ident("variables"), name) }
+
+// Variable is a policy variable, printed.
+type Variable struct {
+	Name       string
+	Expression string
+}
+
+// Checker compiles the expressions of one policy that declares variables, as the API server
+// compiles them (its composited compiler: variables typed by their own expressions).
+type Checker struct {
+	env *Env
+	cc  *plugincel.CompositedCompiler
+}
+
+// WithVariables compiles vars, in order, and returns a checker for expressions that use them.
+func (e *Env) WithVariables(vars []Variable) (*Checker, error) {
+	cc, err := plugincel.NewCompositedCompiler(e.envSet)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vars {
+		res := cc.CompileAndStoreVariable(&mutating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.NewExpressions)
+		if res.Error != nil {
+			return nil, fmt.Errorf("Kubernetes %s rejects the generated variable %s: %s", e.Version, v.Name, res.Error.Detail)
+		}
+	}
+	return &Checker{env: e, cc: cc}, nil
+}
+
+// CheckJSONPatch is Env.CheckJSONPatch for an expression that may use the variables.
+func (c *Checker) CheckJSONPatch(expr string) error {
+	res := c.cc.CompileCELExpression(&patch.JSONPatchCondition{Expression: expr}, opts, environment.NewExpressions)
+	if res.Error != nil {
+		return fmt.Errorf("Kubernetes %s rejects the generated expression: %s", c.env.Version, res.Error.Detail)
+	}
+	return nil
+}

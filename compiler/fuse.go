@@ -89,6 +89,16 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				guards[m] = guard
 			}
 		}
+		// Each distinct guard becomes a policy variable, evaluated once per expression however
+		// many steps and shared-node conditions use it.
+		vars, merr := guardVariables(pr, members, guards)
+		if merr != nil {
+			return nil, nil, merr
+		}
+		checker, verr := env.WithVariables(vars)
+		if verr != nil {
+			return nil, nil, &mutationError{members[0], verr}
+		}
 		unitID := 0
 		for r := 0; r < rounds; r++ {
 			for _, gi := range b.groups {
@@ -157,7 +167,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			if err != nil {
 				return nil, nil, &mutationError{batch[0].m, err}
 			}
-			text, err := pr.jsonPatchOfParts(e, parts, checked)
+			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.CheckJSONPatch)
 			if err != nil {
 				return nil, nil, &mutationError{batch[0].m, err}
 			}
@@ -179,6 +189,9 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		for _, gi := range b.groups {
 			policyOf[gi] = p
 		}
+		for _, v := range vars {
+			p.Policy.Spec.Variables = append(p.Policy.Spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
+		}
 		policies = append(policies, p)
 	}
 	return policies, policyOf, nil
@@ -189,7 +202,10 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 // quadratic in the number of generic calls in one expression, which made checking large fused
 // expressions whole the bulk of compile time.) Parts already checked (a step repeated in a
 // later round) are not checked again.
-func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool) (string, error) {
+func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, check func(string) error) (string, error) {
+	if len(parts) == 0 {
+		parts = []cel.Expr{whole} // nothing but empty lists: check the whole, as the API server will
+	}
 	var todo []string
 	for _, part := range parts {
 		if src := cel.String(part); !checked[src] {
@@ -206,7 +222,7 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = p.env.CheckJSONPatch(src)
+			errs[i] = check(src)
 		}()
 	}
 	wg.Wait()
@@ -257,12 +273,17 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 		nodes := make([]cel.SharedNode, len(shared))
 		for i, n := range shared {
 			var when []cel.Expr
+			seen := map[string]bool{}
 			for _, m := range n.Creators {
 				lg, err := cel.LabelsMatch(m.Match.LabelSelector)
 				if err != nil {
 					return nil, nil, err
 				}
-				when = append(when, cel.And(guardOf[m], lg))
+				w := cel.And(guardOf[m], lg)
+				if k := cel.String(w); !seen[k] {
+					seen[k] = true
+					when = append(when, w)
+				}
 			}
 			nodes[i] = cel.SharedNode{Path: n.Path, When: cel.Or(when...)}
 		}
@@ -271,7 +292,9 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 			return nil, nil, err
 		}
 		e = pre
-		parts = append(parts, pre)
+		if !cel.IsEmpty(pre) {
+			parts = append(parts, pre)
+		}
 	}
 	for _, s := range batch {
 		ops, err := cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m])
@@ -279,7 +302,9 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 			return nil, nil, err
 		}
 		g := cel.Guarded(s.guard, ops)
-		parts = append(parts, g)
+		if !cel.IsEmpty(g) {
+			parts = append(parts, g)
+		}
 		if e == nil {
 			e = g
 		} else {
@@ -376,4 +401,63 @@ func fusedName(m ir.Match, resources *emit.Resources) string {
 		name = name[:90] + "-" + hex.EncodeToString(sum[:])[:8]
 	}
 	return name
+}
+
+// guardVariables replaces, in guards, every guard other than true by a reference to a policy
+// variable holding it (one per distinct guard, named after the first mutator, in order), and
+// returns the variables.
+func guardVariables(pr printer, members []*ir.Mutation, guards map[*ir.Mutation]cel.Expr) ([]cel.Variable, *mutationError) {
+	count := map[string]int{}
+	for _, m := range members {
+		if g, ok := guards[m]; ok && g != cel.True {
+			count[cel.String(g)]++
+		}
+	}
+	var vars []cel.Variable
+	byText := map[string]string{}
+	used := map[string]bool{}
+	shared := 0
+	for _, m := range members {
+		g, ok := guards[m]
+		if !ok || g == cel.True {
+			continue
+		}
+		text := cel.String(g)
+		name, ok := byText[text]
+		if !ok {
+			// A guard of one mutator is named after it; one several share, by number.
+			base := variableName(m.Source)
+			if count[text] > 1 {
+				shared++
+				base = fmt.Sprintf("shared_match_%d", shared)
+			}
+			name = base
+			for i := 2; used[name]; i++ {
+				name = fmt.Sprintf("%s_%d", base, i)
+			}
+			used[name] = true
+			byText[text] = name
+			printed, err := pr.env.Print(g)
+			if err != nil {
+				return nil, &mutationError{m, err}
+			}
+			vars = append(vars, cel.Variable{Name: name, Expression: printed})
+		}
+		guards[m] = cel.VarRef(name)
+	}
+	return vars, nil
+}
+
+// variableName is a CEL identifier for a mutator's match: kind_name, lower case, other
+// characters as underscores.
+func variableName(src ir.Source) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(src.Kind + "_" + src.Name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }

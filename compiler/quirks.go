@@ -31,6 +31,10 @@ func quirks(g *plan.Group) map[*ir.Mutation]string {
 					out[a], out[b] = msg, msg
 				}
 			}
+			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata == "" && hasNull(sv.Value) && (testsExistence(b, a.Path) || len(b.Path) > len(a.Path)) {
+				msg := fmt.Sprintf("%s assigns a value holding null, which Gatekeeper keeps as a present field within the request while the API server drops it, and %s looks below it: no policy can reproduce that; leave the field out of the value", a.Source, b.Source)
+				out[a], out[b] = msg, msg
+			}
 			if _, ok := a.Op.(ir.PruneSet); ok && testsExistence(b, a.Path) {
 				msg := fmt.Sprintf("%s may prune a list to empty and %s tests whether it exists: Gatekeeper sees the empty list, the API server drops it between mutations; no policy can reproduce that", a.Source, b.Source)
 				out[a], out[b] = msg, msg
@@ -63,6 +67,26 @@ func hasNumber(v any) bool {
 	case map[string]any:
 		for _, e := range x {
 			if hasNumber(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasNull(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasNull(e) {
 				return true
 			}
 		}

@@ -68,14 +68,6 @@ var knownFailures = []knownFailure{
 		},
 	},
 	{
-		name:   "value-null-field",
-		reason: "Gatekeeper keeps a null an Assign writes (a field present); the policies take it for missing",
-		match: func(c *gen.Case, res *caseResult) bool {
-			return len(res.results) > 0 && assignsNull(c)
-		},
-	},
-
-	{
 		name:   "frommetadata-empty-name-dropped",
 		reason: "fromMetadata name is empty for generateName objects; the API server drops the empty string from omitempty fields",
 		match: func(c *gen.Case, res *caseResult) bool {
@@ -104,32 +96,6 @@ var knownFailures = []knownFailure{
 			return nonCanonicalOnly(c, res)
 		},
 	},
-}
-
-// assignsNull: an Assign's value holds a null.
-func assignsNull(c *gen.Case) bool {
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		switch x := v.(type) {
-		case nil:
-			return true
-		case []any:
-			return slices.ContainsFunc(x, walk)
-		case map[string]any:
-			for _, e := range x {
-				if walk(e) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, m := range c.Mutators {
-		if v, ok, _ := unstructured.NestedFieldNoCopy(m.Object, "spec", "parameters", "assign", "value"); ok && m.GetKind() == "Assign" && walk(v) {
-			return true
-		}
-	}
-	return false
 }
 
 // nonCanonicalOnly: the case keeps non-canonical values, and with canonical values it passes.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,7 +40,7 @@ func checkCanonical(m *ir.Mutation) error {
 	}
 	for _, r := range m.Match.Rules {
 		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-		if !clientgoscheme.Scheme.Recognizes(gvk) {
+		if !clientgoscheme.Scheme.Recognizes(gvk) || outsideSchema(m, r) {
 			continue
 		}
 		for _, v := range values {
@@ -61,6 +62,22 @@ func checkCanonical(m *ir.Mutation) error {
 		}
 	}
 	return nil
+}
+
+// outsideSchema: is m's location a field r's kind does not have? The API server drops unknown
+// fields from what Gatekeeper's webhook returns, so Gatekeeper's write there changes nothing that
+// is stored (a MAP's JSONPatch, decoded strictly, would fail instead).
+func outsideSchema(m *ir.Mutation, r ir.Rule) bool {
+	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	if !clientgoscheme.Scheme.Recognizes(gvk) {
+		return false
+	}
+	var v any = "x"
+	if sv, ok := m.Op.(ir.SetValue); ok && sv.FromMetadata == "" {
+		v = sv.Value
+	}
+	_, err := roundTrip(gvk, m.Path, v)
+	return err != nil && strings.Contains(err.Error(), "unknown field")
 }
 
 // roundTrip puts v at path in an otherwise empty object of kind gvk, passes it through the Go type

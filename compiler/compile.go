@@ -114,12 +114,51 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		out.Problems = append(out.Problems, err)
 	}
 	var ms []*ir.Mutation
+	outside := map[*ir.Mutation][]ir.Rule{}
 	for _, m := range fe.Mutations {
+		// Kinds whose schema lacks the location: the API server drops Gatekeeper's write there.
+		var keep, drop []ir.Rule
+		for _, r := range m.Match.Rules {
+			if outsideSchema(m, r) {
+				drop = append(drop, r)
+			} else {
+				keep = append(keep, r)
+			}
+		}
+		if len(drop) > 0 {
+			var kinds []string
+			for _, r := range drop {
+				kinds = append(kinds, r.Kind)
+			}
+			outside[m] = drop
+			if len(keep) == 0 {
+				out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: %s has no field at its location (%s), so the API server drops what Gatekeeper writes there", m.Source.File, m.Source.Line, m.Source, strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path)))
+				continue
+			}
+			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: not applied to %s: it has no field at the location (%s), so the API server drops what Gatekeeper writes there", m.Source.File, m.Source.Line, m.Source, strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path)))
+			m.Match.Rules = keep
+		}
 		if err := checkCanonical(m); err != nil {
 			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: valueField(m), Msg: err.Error()})
 			continue
 		}
 		ms = append(ms, m)
+	}
+	// What Gatekeeper writes outside a kind's schema is still there for its later mutators within
+	// the request: one that looks at or below it on that kind cannot be reproduced.
+	for m, drop := range outside {
+		for _, b := range fe.Mutations {
+			if b == m || !overlap(b.Path, m.Path) {
+				continue
+			}
+			for _, r := range drop {
+				if kindAllowedIR(b.Match, r) {
+					msg := fmt.Sprintf("%s writes %s on %s, which has no such field: the API server drops it from what Gatekeeper returns, but %s looks there within the same request; no policy can reproduce that", m.Source, ir.PathString(m.Path), r.Kind, b.Source)
+					out.Problems = append(out.Problems, &gatekeeper.Problem{File: b.Source.File, Line: b.Source.Line, Object: b.Source.String(), Field: "spec.location", Msg: msg})
+					break
+				}
+			}
+		}
 	}
 	// Refuse the groups Gatekeeper's in-memory quirks or the API server's defaulting make
 	// irreproducible, and plan the rest again (refusing some can change the others' groups).
@@ -464,4 +503,25 @@ func valueField(m *ir.Mutation) string {
 		return "spec.parameters.values"
 	}
 	return "spec.parameters.assign.value"
+}
+
+// kindAllowedIR: could m apply to requests of r's kind?
+func kindAllowedIR(m ir.Match, r ir.Rule) bool {
+	if len(m.Rules) == 0 {
+		if len(m.Kinds) == 0 {
+			return true
+		}
+		for _, k := range m.Kinds {
+			if (len(k.Kinds) == 0 || contains(k.Kinds, "*") || contains(k.Kinds, r.Kind)) && (len(k.Groups) == 0 || contains(k.Groups, "*") || contains(k.Groups, r.Group)) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range m.Rules {
+		if x.Group == r.Group && x.Kind == r.Kind {
+			return true
+		}
+	}
+	return false
 }

@@ -83,13 +83,6 @@ var knownFailures = []knownFailure{
 		},
 	},
 	{
-		name:   "applyto-other-kind-refused",
-		reason: "a mutator whose applyTo lists a kind without the location is refused with a decoding error, not a reason",
-		match: func(c *gen.Case, res *caseResult) bool {
-			return strings.Contains(res.problem, "the value does not fit") && strings.Contains(res.problem, "strict decoding error")
-		},
-	},
-	{
 		name:   "merge-value-missing-required-field",
 		reason: "values the API server stores with required fields added are not refused, and a merge appends them again",
 		match: func(c *gen.Case, res *caseResult) bool {

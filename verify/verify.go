@@ -203,7 +203,8 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	}
 	want, werr := v.gk.Admit(ctx, gatekeeper.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op})
 	if werr == nil {
-		want, werr = Normalize(want)
+		// The API server decodes a webhook's result leniently: unknown fields are dropped.
+		want, werr = normalize(want, false)
 	}
 	res.Want = want
 	if werr != nil {
@@ -275,6 +276,12 @@ func caseName(o *unstructured.Unstructured) string {
 // Normalize gives an object the form the API server gives it: built-in kinds go through their Go
 // type and back (as the API server decodes a request and encodes it for webhooks and storage).
 func Normalize(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return normalize(o, true)
+}
+
+// normalize is Normalize; strict refuses unknown fields, as the API server does for requests
+// (lenient is how it decodes a mutating webhook's result: unknown fields dropped).
+func normalize(o *unstructured.Unstructured, strict bool) (*unstructured.Unstructured, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -286,7 +293,7 @@ func Normalize(o *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, typed, true); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, typed, strict); err != nil {
 		return nil, err
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)

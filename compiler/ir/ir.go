@@ -7,6 +7,9 @@
 package ir
 
 import (
+	"fmt"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -108,3 +111,22 @@ func (SetValue) isOp()     {}
 func (MergeSet) isOp()     {}
 func (PruneSet) isOp()     {}
 func (RewriteImage) isOp() {}
+
+// PathString renders a path in Gatekeeper's location syntax (keys unquoted).
+func PathString(p []Step) string {
+	var b strings.Builder
+	for i, s := range p {
+		switch {
+		case !s.List:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.Field)
+		case s.Glob:
+			fmt.Fprintf(&b, "[%s: *]", s.KeyField)
+		default:
+			fmt.Fprintf(&b, "[%s: %s]", s.KeyField, s.KeyValue)
+		}
+	}
+	return b.String()
+}

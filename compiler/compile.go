@@ -36,6 +36,11 @@ type Options struct {
 	// mutation webhook never mutated in: a Config's excludedNamespaces for the mutation webhook
 	// (read from the documents too) and its exempt namespaces. Every policy skips them.
 	ExcludedNamespaces []string
+	// Reinvocation is the policies' reinvocationPolicy (default Never, as Gatekeeper's webhook is
+	// installed). IfNeeded is safe: every mutation is guarded as Gatekeeper guards it, so running a
+	// policy again on its own result changes nothing (verify --idempotence checks it); it helps
+	// when other mutating admission (webhooks, other policies) runs after mapc's policies.
+	Reinvocation admissionregistrationv1.ReinvocationPolicyType
 	// MutateIgnoredNamespaces drops the exclusion of namespaces labelled
 	// admission.gatekeeper.sh/ignore, which Gatekeeper's webhook (as its Helm chart and manifest
 	// install it) is never called for.
@@ -47,7 +52,7 @@ type Options struct {
 const IgnoreLabel = "admission.gatekeeper.sh/ignore"
 
 func (o Options) emitOptions() emit.Options {
-	eo := emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs)}
+	eo := emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs), Reinvocation: o.Reinvocation}
 	if !o.MutateIgnoredNamespaces {
 		eo.NamespaceRequirements = []metav1.LabelSelectorRequirement{{Key: IgnoreLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}
 	}

@@ -35,6 +35,8 @@ type Options struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType
 	// Resources names the resources of kinds (built-in ones, and custom resources from CRDs).
 	Resources *Resources
+	// Reinvocation is the policies' reinvocationPolicy; default Never (as Gatekeeper's webhook).
+	Reinvocation admissionregistrationv1.ReinvocationPolicyType
 	// NamespaceRequirements are added to every binding's namespaceSelector (the namespaces the
 	// replaced webhook was never called for).
 	NamespaceRequirements []metav1.LabelSelectorRequirement
@@ -106,6 +108,9 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 		fp = admissionregistrationv1.Ignore
 	}
 	never := admissionregistrationv1.NeverReinvocationPolicy
+	if opts.Reinvocation != "" {
+		never = opts.Reinvocation
+	}
 	exact := admissionregistrationv1.Exact
 	rules := resourceRules(match, opts.Resources)
 	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{

@@ -24,6 +24,7 @@ type compileFlags struct {
 	skipUnsupported bool
 	verbose         bool
 	layout          string
+	reinvocation    string
 	install         installFlags
 }
 
@@ -49,6 +50,7 @@ func newCompileCmd() *cobra.Command {
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also say which documents were ignored and why")
 	f.install.add(fl)
+	fl.StringVar(&f.reinvocation, "reinvocation-policy", "Never", "Never (as Gatekeeper's webhook is installed) or IfNeeded (run again when later admission changed the object; safe, as every mutation is guarded as Gatekeeper guards it)")
 	fl.StringVar(&f.layout, "layout", string(compiler.LayoutFused), "fused (one policy per set of resources, independent mutations fused: fastest) or per-mutator (one policy per mutator or group of interacting mutators: for one-at-a-time rollouts)")
 	return c
 }
@@ -97,7 +99,14 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	opts := compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout, CRDs: crds}
+	var reinv admissionregistrationv1.ReinvocationPolicyType
+	switch f.reinvocation {
+	case "Never", "IfNeeded":
+		reinv = admissionregistrationv1.ReinvocationPolicyType(f.reinvocation)
+	default:
+		return usageErr("--reinvocation-policy %q: use Never or IfNeeded", f.reinvocation)
+	}
+	opts := compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout, CRDs: crds, Reinvocation: reinv}
 	if err := f.install.apply(&opts); err != nil {
 		return err
 	}

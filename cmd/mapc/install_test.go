@@ -117,3 +117,24 @@ func TestExplainShowsCouplingsAndInstallation(t *testing.T) {
 		}
 	}
 }
+
+// TestReinvocationIfNeeded: policies compiled with IfNeeded are re-run by the API server when a
+// later policy changed the object, and still give Gatekeeper's result (they are idempotent).
+func TestReinvocationIfNeeded(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--layout", "per-mutator", "--reinvocation-policy", "IfNeeded", "-o", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if n := strings.Count(out, "reinvocationPolicy: IfNeeded"); n < 2 || strings.Contains(out, "reinvocationPolicy: Never") {
+		t.Fatalf("want every policy IfNeeded, got %d:\n%s", n, out)
+	}
+	pols := writeFile(t, dir, "policies.yaml", out)
+	code, out, errs = runCLI(t, "", "verify", "-f", "../../examples/gatekeeper", "-f", "../../examples/objects", "--policies", pols)
+	if code != 0 {
+		t.Errorf("verify of IfNeeded policies: exit %d:\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs = runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--reinvocation-policy", "Always"); code != 2 || !strings.Contains(errs, "IfNeeded") {
+		t.Errorf("a bad --reinvocation-policy: exit %d: %s", code, errs)
+	}
+}

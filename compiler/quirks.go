@@ -3,6 +3,9 @@ package compiler
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
@@ -33,6 +36,14 @@ func quirks(g *plan.Group) map[*ir.Mutation]string {
 			}
 			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata == "" && hasNull(sv.Value) && (testsExistence(b, a.Path) || len(b.Path) > len(a.Path)) {
 				msg := fmt.Sprintf("%s assigns a value holding null, which Gatekeeper keeps as a present field within the request while the API server drops it, and %s looks below it: no policy can reproduce that; leave the field out of the value", a.Source, b.Source)
+				out[a], out[b] = msg, msg
+			}
+			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata != "" && testsExistence(b, a.Path) && dropsEmptyString(a) {
+				when := "an object created with generateName (a controller's Pods)"
+				if sv.FromMetadata == "namespace" {
+					when = "a cluster-scoped object"
+				}
+				msg := fmt.Sprintf("%s writes the object's %s, which is empty for %s: Gatekeeper holds the empty string as present within the request, the API server drops it (the field is omitempty), and %s tests whether it exists; no policy can reproduce that", a.Source, sv.FromMetadata, when, b.Source)
 				out[a], out[b] = msg, msg
 			}
 			if _, ok := a.Op.(ir.PruneSet); ok && testsExistence(b, a.Path) {
@@ -210,4 +221,19 @@ func units(g *plan.Group) ([][]*ir.Mutation, map[*ir.Mutation]string) {
 		out = append(out, unit)
 	}
 	return out, problems
+}
+
+// dropsEmptyString: would the API server drop an empty string written at m's location (an
+// omitempty field of a built-in kind)? Unknown kinds keep it.
+func dropsEmptyString(m *ir.Mutation) bool {
+	for _, r := range m.Match.Rules {
+		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+		if !clientgoscheme.Scheme.Recognizes(gvk) {
+			continue
+		}
+		if stored, err := roundTrip(gvk, m.Path, ""); err == nil && stored == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -68,21 +68,6 @@ var knownFailures = []knownFailure{
 		},
 	},
 	{
-		name:   "frommetadata-empty-name-dropped",
-		reason: "fromMetadata name is empty for generateName objects; the API server drops the empty string from omitempty fields",
-		match: func(c *gen.Case, res *caseResult) bool {
-			if len(res.results) == 0 || !strings.Contains(res.yaml, "field: name") {
-				return false
-			}
-			for _, o := range c.Objects {
-				if o.GetGenerateName() != "" && o.GetName() == "" {
-					return true
-				}
-			}
-			return false
-		},
-	},
-	{
 		name:   "merge-value-missing-required-field",
 		reason: "values the API server stores with required fields added are not refused, and a merge appends them again",
 		match: func(c *gen.Case, res *caseResult) bool {

@@ -48,6 +48,16 @@ func checkCanonical(m *ir.Mutation) error {
 			if err != nil {
 				return fmt.Errorf("the value does not fit %s at this location: %v", gvk.Kind, err)
 			}
+			_, isSet := m.Op.(ir.SetValue)
+			if !isSet && !drops(norm(v), norm(stored)) && !reflect.DeepEqual(norm(v), norm(stored)) {
+				// A ModifySet compares its values with the list's elements: stored with the fields
+				// the type adds, they no longer compare equal, and a later merge appends again.
+				s, _ := json.Marshal(stored)
+				w, _ := json.Marshal(v)
+				return fmt.Errorf("the API server stores the values %s as %s (a %s adds the fields its type requires); "+
+					"Gatekeeper compares later merges and prunes with the values as written, the API server with the values as stored, so no policy can match Gatekeeper: write the values as the API server stores them",
+					w, s, gvk.Kind)
+			}
 			if drops(norm(v), norm(stored)) {
 				s, _ := json.Marshal(stored)
 				w, _ := json.Marshal(v)

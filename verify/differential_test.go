@@ -67,25 +67,6 @@ var knownFailures = []knownFailure{
 			return false
 		},
 	},
-	{
-		name:   "merge-value-missing-required-field",
-		reason: "values the API server stores with required fields added are not refused, and a merge appends them again",
-		match: func(c *gen.Case, res *caseResult) bool {
-			return nonCanonicalOnly(c, res)
-		},
-	},
-}
-
-// nonCanonicalOnly: the case keeps non-canonical values, and with canonical values it passes.
-func nonCanonicalOnly(c *gen.Case, res *caseResult) bool {
-	if !c.NonCanonical || c.Seed == 0 {
-		return false
-	}
-	if res.canonicalPasses == nil {
-		ok := !runCase(context.Background(), gen.GenerateCanonical(c.Seed)).failed()
-		res.canonicalPasses = &ok
-	}
-	return *res.canonicalPasses
 }
 
 // rulesDropOperations reports whether some policy's rules miss a (kind, operation) one of its
@@ -320,8 +301,6 @@ type caseResult struct {
 	results []Result
 	// gkConflicts are the mutators Gatekeeper skips for schema conflicts.
 	gkConflicts []string
-	// canonicalPasses caches whether the case with canonical values passes.
-	canonicalPasses *bool
 	out             *compiler.Output
 	admitted        int
 	orders          int

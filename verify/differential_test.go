@@ -301,10 +301,10 @@ type caseResult struct {
 	results []Result
 	// gkConflicts are the mutators Gatekeeper skips for schema conflicts.
 	gkConflicts []string
-	out             *compiler.Output
-	admitted        int
-	orders          int
-	policies        int
+	out         *compiler.Output
+	admitted    int
+	orders      int
+	policies    int
 }
 
 func (r *caseResult) failed() bool { return r.problem != "" || len(r.results) > 0 }

@@ -1,7 +1,7 @@
 # mapc — every target installs or builds what it needs from the Go module proxy.
 GO ?= go
 BIN := bin/mapc
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: all build test lint fuzz bench e2e clean examples
 

@@ -272,15 +272,16 @@ func (l *loader) strict(data []byte, out any) error {
 	if err != nil {
 		return l.errorf("", "%v", err)
 	}
-	for _, e := range strictErrs {
-		msg := e.Error()
-		if i := strings.Index(msg, `unknown field "`); i >= 0 {
-			field := strings.TrimSuffix(msg[i+len(`unknown field "`):], `"`)
-			return l.errorf(field, "unknown field")
-		}
-		return l.errorf("", "%s", msg)
+	if len(strictErrs) == 0 {
+		return nil
 	}
-	return nil
+	// The first strict error is reported.
+	msg := strictErrs[0].Error()
+	if i := strings.Index(msg, `unknown field "`); i >= 0 {
+		field := strings.TrimSuffix(msg[i+len(`unknown field "`):], `"`)
+		return l.errorf(field, "unknown field")
+	}
+	return l.errorf("", "%s", msg)
 }
 
 // ObjectRef is a Kubernetes object written inline, or the path of a file holding it.

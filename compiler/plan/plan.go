@@ -50,8 +50,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 		feeds[i] = make([]bool, n)
 		ordered[i] = make([]bool, n)
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

@@ -28,9 +28,6 @@ func (p path) endsInElement() bool { return p.last().list }
 
 func (p path) clone() path { return append(path(nil), p...) }
 
-// plain is the canonical form of the location, for comparing paths.
-func (p path) plain() string { return format(nil, p) }
-
 // identChar reports whether Gatekeeper's path scanner reads r as part of an identifier.
 func identChar(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-'
@@ -99,18 +96,4 @@ func format(r *rng, p path) string {
 		b.WriteString(sp(0.1) + "]")
 	}
 	return b.String()
-}
-
-// isPrefix: is a a prefix of b (same steps)?
-func isPrefix(a, b path) bool {
-	if len(a) > len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.field != y.field || x.list != y.list || x.keyField != y.keyField || x.keyValue != y.keyValue || x.glob != y.glob {
-			return false
-		}
-	}
-	return true
 }

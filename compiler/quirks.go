@@ -65,45 +65,38 @@ func setValues(m *ir.Mutation) []any {
 	return nil
 }
 
-func hasNumber(v any) bool {
+// hasLeaf: does v, or a value anywhere inside its lists and maps, satisfy leaf?
+func hasLeaf(v any, leaf func(any) bool) bool {
 	switch x := v.(type) {
-	case int, int32, int64, float64:
-		return true
 	case []any:
 		for _, e := range x {
-			if hasNumber(e) {
+			if hasLeaf(e, leaf) {
 				return true
 			}
 		}
+		return false
 	case map[string]any:
 		for _, e := range x {
-			if hasNumber(e) {
+			if hasLeaf(e, leaf) {
 				return true
 			}
 		}
+		return false
 	}
-	return false
+	return leaf(v)
 }
 
-func hasNull(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case []any:
-		for _, e := range x {
-			if hasNull(e) {
-				return true
-			}
+func hasNumber(v any) bool {
+	return hasLeaf(v, func(x any) bool {
+		switch x.(type) {
+		case int, int32, int64, float64:
+			return true
 		}
-	case map[string]any:
-		for _, e := range x {
-			if hasNull(e) {
-				return true
-			}
-		}
-	}
-	return false
+		return false
+	})
 }
+
+func hasNull(v any) bool { return hasLeaf(v, func(x any) bool { return x == nil }) }
 
 func hasDuplicates(vs []any) bool {
 	for i := range vs {

@@ -14,7 +14,6 @@ package plan
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
@@ -247,25 +246,14 @@ type seg struct {
 type path []seg
 
 func (p path) String() string {
-	var b strings.Builder
+	steps := make([]ir.Step, len(p))
 	for i, s := range p {
-		switch {
-		case !s.list:
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			if s.field == anyField {
-				b.WriteString("*")
-			} else {
-				b.WriteString(s.field)
-			}
-		case s.glob:
-			fmt.Fprintf(&b, "[%s: *]", s.keyField)
-		default:
-			fmt.Fprintf(&b, "[%s: %s]", s.keyField, s.keyValue)
+		steps[i] = ir.Step{Field: s.field, List: s.list, KeyField: s.keyField, KeyValue: s.keyValue, Glob: s.glob}
+		if s.field == anyField {
+			steps[i].Field = "*"
 		}
 	}
-	return b.String()
+	return ir.PathString(steps)
 }
 
 // segCompatible: could a and b name the same node?

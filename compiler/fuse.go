@@ -311,6 +311,15 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 			e = cel.Bin("+", e, g)
 		}
 	}
+	// Parts looping over the same list share one comprehension (each still guarded as before).
+	parts = cel.MergeLoops(parts, env.Features())
+	if len(parts) == 0 {
+		return e, parts, nil
+	}
+	e = parts[0]
+	for _, p := range parts[1:] {
+		e = cel.Bin("+", e, p)
+	}
 	return e, parts, nil
 }
 

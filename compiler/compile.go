@@ -151,15 +151,21 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	}
 	// What Gatekeeper writes outside a kind's schema is still there for its later mutators within
 	// the request: one that looks at or below it on that kind cannot be reproduced.
-	for m, drop := range outside {
+	refused := map[*ir.Mutation]bool{}
+	for _, m := range fe.Mutations { // in document order, for stable messages
+		drop, ok := outside[m]
+		if !ok {
+			continue
+		}
 		for _, b := range fe.Mutations {
-			if b == m || !overlap(b.Path, m.Path) {
+			if b == m || refused[b] || !overlap(b.Path, m.Path) {
 				continue
 			}
 			for _, r := range drop {
 				if kindAllowedIR(b.Match, r) {
 					msg := fmt.Sprintf("%s writes %s on %s, which has no such field: the API server drops it from what Gatekeeper returns, but %s looks there within the same request; no policy can reproduce that", m.Source, ir.PathString(m.Path), r.Kind, b.Source)
 					out.Problems = append(out.Problems, &gatekeeper.Problem{File: b.Source.File, Line: b.Source.Line, Object: b.Source.String(), Field: "spec.location", Msg: msg})
+					refused[b] = true
 					break
 				}
 			}
@@ -167,7 +173,6 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	}
 	// Refuse the groups Gatekeeper's in-memory quirks or the API server's defaulting make
 	// irreproducible, and plan the rest again (refusing some can change the others' groups).
-	refused := map[*ir.Mutation]bool{}
 	for {
 		var keep []*ir.Mutation
 		for _, m := range ms {

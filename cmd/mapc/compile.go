@@ -64,12 +64,11 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if format != emit.YAML && format != emit.JSON {
 		return usageErr("--output %q: use yaml or json", f.output)
 	}
-	var fp admissionregistrationv1.FailurePolicyType
-	switch f.failurePolicy {
-	case "Ignore", "Fail":
-		fp = admissionregistrationv1.FailurePolicyType(f.failurePolicy)
-	default:
-		return usageErr("--failure-policy %q: use Ignore or Fail", f.failurePolicy)
+	if err := oneOf("--failure-policy", f.failurePolicy, "Ignore", "Fail"); err != nil {
+		return err
+	}
+	if err := oneOf("--reinvocation-policy", f.reinvocation, "Never", "IfNeeded"); err != nil {
+		return err
 	}
 	if f.check && f.out == "-" {
 		return usageErr("--check compares with a directory: give -o DIR")
@@ -99,14 +98,9 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	var reinv admissionregistrationv1.ReinvocationPolicyType
-	switch f.reinvocation {
-	case "Never", "IfNeeded":
-		reinv = admissionregistrationv1.ReinvocationPolicyType(f.reinvocation)
-	default:
-		return usageErr("--reinvocation-policy %q: use Never or IfNeeded", f.reinvocation)
-	}
-	opts := compiler.Options{KubernetesVersion: kv, FailurePolicy: fp, Layout: layout, CRDs: crds, Reinvocation: reinv}
+	opts := compiler.Options{KubernetesVersion: kv, Layout: layout, CRDs: crds,
+		FailurePolicy: admissionregistrationv1.FailurePolicyType(f.failurePolicy),
+		Reinvocation:  admissionregistrationv1.ReinvocationPolicyType(f.reinvocation)}
 	if err := f.install.apply(&opts); err != nil {
 		return err
 	}
@@ -168,4 +162,14 @@ func parseLayout(s string) (compiler.Layout, error) {
 		return l, nil
 	}
 	return "", usageErr("--layout %q: use fused or per-mutator", s)
+}
+
+// oneOf checks an enumerated flag's value.
+func oneOf(flag, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return usageErr("%s %q: use %s", flag, v, strings.Join(allowed, " or "))
 }

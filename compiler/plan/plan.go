@@ -21,10 +21,10 @@ import (
 // Group is a set of mutations emitted together, in Gatekeeper's order, Rounds times.
 type Group struct {
 	Mutations []*ir.Mutation
-	Rounds    int
-	// Runs[i] is how many of the rounds Mutations[i] takes part in (the first Runs[i]): after
-	// that, nothing it depends on can change any more, so running it again changes nothing.
-	Runs []int
+	// Rounds is how many times the group's mutations run; every mutation runs in every round,
+	// as in Gatekeeper's passes (skipping one whose inputs did not change is wrong when a later
+	// writer of the same place stops overwriting it: differential tests found both directions).
+	Rounds int
 	// Why lists the interactions that joined the group, for explain and comments.
 	Why []string
 	// Couplings are the pairs that must run within one mutation expression, since the API
@@ -40,14 +40,11 @@ func Plan(ms []*ir.Mutation) []*Group {
 		fps[i] = footprintOf(m)
 	}
 	// feeds[i][j]: j reads what i writes (j must run after i, maybe in a later round).
-	// ordered[i][j]: both write one place, so their order decides the result.
 	feeds := make([][]bool, n)
-	ordered := make([][]bool, n)
 	parent := make([]int, n)
 	for i := range parent {
 		parent[i] = i
 		feeds[i] = make([]bool, n)
-		ordered[i] = make([]bool, n)
 	}
 	find := func(i int) int {
 		for parent[i] != i {
@@ -74,7 +71,6 @@ func Plan(ms []*ir.Mutation) []*Group {
 			}
 			if reason, read := fps[i].affects(fps[j]); reason != "" {
 				feeds[i][j] = read
-				ordered[i][j] = !read
 				a, b := find(i), find(j)
 				if a != b {
 					parent[a] = b
@@ -114,7 +110,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 	for _, r := range roots {
 		idx := byRoot[r]
 		g := &Group{}
-		g.Rounds, g.Runs = rounds(idx, feeds, ordered)
+		g.Rounds = rounds(idx, feeds)
 		for _, i := range idx {
 			g.Mutations = append(g.Mutations, ms[i])
 			g.Why = append(g.Why, why[i]...)
@@ -127,8 +123,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 }
 
 // rounds simulates which mutations of a group can change anything in each of Gatekeeper's
-// passes (every mutation is active in the first), and returns how many passes the group needs
-// and, per mutation, the last pass in which it can change anything.
+// passes (every mutation is active in the first), and returns how many passes the group needs.
 //
 // In pass r a mutation is active when something it reads was changed after it ran: by a
 // mutation sorted after it in pass r-1, or sorted before it in pass r. A mutation that writes
@@ -137,7 +132,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 // keep each other active for s passes, an assumption of convergence of the same kind as
 // Gatekeeper's own bound (it gives up after one pass more than there are mutators); extra passes
 // are harmless since a mutation whose inputs did not change changes nothing.
-func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
+func rounds(idx []int, feeds [][]bool) int {
 	k := len(idx)
 	comp := scc(idx, feeds)
 	size := map[int]int{}
@@ -145,12 +140,10 @@ func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
 		size[c]++
 	}
 	// chg: may end the pass with a different output than it had at the end of the pass before.
-	// (Writers of one place only need their order, which every pass keeps: ordered is unused.)
-	_ = ordered
-	last := make([]int, k)
+	// (Writers of one place only need their order, which every pass keeps.)
 	prev := make([]bool, k)
 	for a := range prev {
-		prev[a], last[a] = true, 1
+		prev[a] = true
 	}
 	passes := 1
 	for r := 2; r <= k+1; r++ {
@@ -177,13 +170,7 @@ func rounds(idx []int, feeds, ordered [][]bool) (int, []int) {
 		passes = r
 		prev = chg
 	}
-	// Every mutation runs in every pass, as in Gatekeeper: skipping the ones whose inputs did not
-	// change is wrong when a writer of the same place that runs after them stops overwriting them
-	// (differential tests found both directions of that).
-	for a := range last {
-		last[a] = passes
-	}
-	return passes, last
+	return passes
 }
 
 // scc labels each of idx with its strongly connected component in feeds (Tarjan).

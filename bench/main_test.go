@@ -1,20 +1,13 @@
 package bench
 
 import (
-	"flag"
-	"io"
 	"os"
 	"testing"
 
-	"k8s.io/klog/v2"
+	"github.com/mapc-dev/mapc/internal/quiet"
 )
 
 func TestMain(m *testing.M) {
-	// The API server code logs through klog; keep the report readable.
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
+	quiet.Klog() // the API server code logs through klog; keep the report readable
 	os.Exit(m.Run())
 }

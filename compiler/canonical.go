@@ -6,12 +6,10 @@ import (
 	"reflect"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/internal/typed"
 )
 
 // checkCanonical refuses values that the API server would not store as written. Gatekeeper
@@ -40,7 +38,7 @@ func checkCanonical(m *ir.Mutation) error {
 	}
 	for _, r := range m.Match.Rules {
 		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-		if !clientgoscheme.Scheme.Recognizes(gvk) || outsideSchema(m, r) {
+		if !typed.Known(gvk) || outsideSchema(m, r) {
 			continue
 		}
 		for _, v := range values {
@@ -79,7 +77,7 @@ func checkCanonical(m *ir.Mutation) error {
 // is stored (a MAP's JSONPatch, decoded strictly, would fail instead).
 func outsideSchema(m *ir.Mutation, r ir.Rule) bool {
 	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-	if !clientgoscheme.Scheme.Recognizes(gvk) {
+	if !typed.Known(gvk) {
 		return false
 	}
 	var v any = "x"
@@ -97,16 +95,8 @@ func roundTrip(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) 
 	if !ok {
 		return nil, fmt.Errorf("the location does not start with a field")
 	}
-	obj := &unstructured.Unstructured{Object: root}
-	obj.SetGroupVersionKind(gvk)
-	typed, err := clientgoscheme.Scheme.New(gvk)
-	if err != nil {
-		return nil, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, typed, true); err != nil {
-		return nil, err
-	}
-	back, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	root["apiVersion"], root["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	back, err := typed.RoundTrip(gvk, root, true)
 	if err != nil {
 		return nil, err
 	}

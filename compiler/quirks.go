@@ -3,13 +3,12 @@ package compiler
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/internal/typed"
 )
 
 // quirks finds pairs of mutations in one group whose combined result in Gatekeeper depends on how
@@ -221,7 +220,7 @@ func units(g *plan.Group) ([][]*ir.Mutation, map[*ir.Mutation]string) {
 func dropsEmptyString(m *ir.Mutation) bool {
 	for _, r := range m.Match.Rules {
 		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-		if !clientgoscheme.Scheme.Recognizes(gvk) {
+		if !typed.Known(gvk) {
 			continue
 		}
 		if stored, err := roundTrip(gvk, m.Path, ""); err == nil && stored == nil {

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,11 +9,11 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/quiet"
 )
 
 const (
@@ -26,13 +24,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	// The in-process evaluator runs the API server's admission code, which logs through klog.
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
+	quiet.Klog() // the in-process evaluator runs the API server's admission code, which logs through klog
 	code := m.Run()
 	if os.Getenv(EnvKubeconfig) != "" {
 		fmt.Printf("e2e: %d checks passed, %d failed; %d results mutated, %d untouched by Gatekeeper\n",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,12 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/verify/gen"
 )
 
@@ -137,20 +136,15 @@ func envOr(flagVal, def int, env string) int {
 	return def
 }
 
-// quiet silences the logs of the API server's code (klog) and of Gatekeeper's (controller-runtime),
+// quietLogs silences the logs of the API server's code (klog) and of Gatekeeper's (controller-runtime),
 // which the engines print for every policy set and failed match.
-func quiet(t *testing.T) {
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(io.Discard)
+func quietLogs(t *testing.T) {
+	quiet.Klog()
 	ctrllog.SetLogger(logr.Discard())
 }
 
 func TestDifferential(t *testing.T) {
-	quiet(t)
+	quietLogs(t)
 	def := 3000
 	if testing.Short() {
 		def = 300
@@ -244,7 +238,7 @@ feed:
 
 // TestDiffFailures runs the minimal cases of the bugs found so far.
 func TestDiffFailures(t *testing.T) {
-	quiet(t)
+	quietLogs(t)
 	files, _ := filepath.Glob("testdata/diff-failures/*.yaml")
 	known := map[string]string{}
 	for _, k := range knownFailures {

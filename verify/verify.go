@@ -19,12 +19,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/typed"
 	"github.com/mapc-dev/mapc/reference/gatekeeper"
 )
 
@@ -286,17 +285,10 @@ func normalize(o *unstructured.Unstructured, strict bool) (*unstructured.Unstruc
 		return nil, nil
 	}
 	gvk := o.GroupVersionKind()
-	if !clientgoscheme.Scheme.Recognizes(gvk) {
+	if !typed.Known(gvk) {
 		return o.DeepCopy(), nil
 	}
-	typed, err := clientgoscheme.Scheme.New(gvk)
-	if err != nil {
-		return nil, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, typed, strict); err != nil {
-		return nil, err
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	m, err := typed.RoundTrip(gvk, o.Object, strict)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"reflect"
@@ -17,22 +16,14 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/klog/v2"
+
+	"github.com/mapc-dev/mapc/internal/quiet"
 )
 
 func TestMain(m *testing.M) {
-	// The API server code logs through klog; keep test output readable.
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("stderrthreshold", "FATAL")
-	klog.SetOutput(nopWriter{})
+	quiet.Klog() // the API server code logs through klog; keep test output readable
 	os.Exit(m.Run())
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // ---- helpers to write MAPs by hand ----
 

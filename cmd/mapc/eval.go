@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -15,12 +13,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -76,7 +74,7 @@ given exists with only its kubernetes.io/metadata.name label); those among -f ar
 }
 
 func runEval(cmd *cobra.Command, f *evalFlags) error {
-	quietKlog()
+	quiet.Klog()
 	stderr := cmd.ErrOrStderr()
 	if len(f.policies) == 0 {
 		return usageErr("eval needs --policies PATH")
@@ -310,19 +308,4 @@ func printObjects(w io.Writer, objs []*unstructured.Unstructured, format string)
 		}
 	}
 	return nil
-}
-
-var klogOnce sync.Once
-
-// quietKlog silences the API server libraries' klog output ("refreshing policies", ...), which is
-// noise for a command-line user.
-func quietKlog() {
-	klogOnce.Do(func() {
-		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(fs)
-		_ = fs.Set("logtostderr", "false")
-		_ = fs.Set("alsologtostderr", "false")
-		_ = fs.Set("stderrthreshold", "FATAL")
-		klog.SetOutput(io.Discard)
-	})
 }

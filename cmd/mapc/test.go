@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -30,7 +31,7 @@ they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKI
   mapc test policies.test.yaml --output junit > report.xml`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			quietKlog()
+			quiet.Klog()
 			if len(args) == 0 {
 				return usageErr("test needs at least one SUITE file or directory")
 			}

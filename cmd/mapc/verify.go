@@ -12,6 +12,7 @@ import (
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -63,7 +64,7 @@ compiling them, give them with --policies.`,
 }
 
 func runVerify(cmd *cobra.Command, f *verifyFlags) error {
-	quietKlog()
+	quiet.Klog()
 	stderr := cmd.ErrOrStderr()
 	if len(f.files) == 0 {
 		return usageErr("verify needs -f PATH of mutators and objects")

@@ -1,9 +1,9 @@
 package gen
 
 import (
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mapc-dev/mapc/internal/typed"
 )
 
 // canonical returns v as the API server stores it when it sits at location p of an object of
@@ -46,14 +46,7 @@ func canonical(t target, p path, v any) (out any, ok bool) {
 	objMap["apiVersion"] = schema.GroupVersion{Group: t.group, Version: t.version}.String()
 	objMap["kind"] = t.kind
 	gvk := schema.GroupVersionKind{Group: t.group, Version: t.version, Kind: t.kind}
-	typed, err := clientgoscheme.Scheme.New(gvk)
-	if err != nil {
-		return nil, false
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(deepCopy(objMap).(map[string]any), typed, true); err != nil {
-		return nil, false
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	m, err := typed.RoundTrip(gvk, objMap, true)
 	if err != nil {
 		return nil, false
 	}

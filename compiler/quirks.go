@@ -165,7 +165,7 @@ func units(g *plan.Group) ([][]*ir.Mutation, map[*ir.Mutation]string) {
 	// the rounds the rest need.
 	for _, c := range g.Couplings {
 		if !plan.Fusable(c.A, c.B) {
-			msg := fmt.Sprintf("%s; and %s also depends on what %s writes, so they cannot be computed in one mutation expression either: no policy can reproduce Gatekeeper's result", c.Why, c.B.Source, c.A.Source)
+			msg := fmt.Sprintf("%s; and %s also depends on what %s writes, so they cannot be computed in one mutation expression either: no policy can reproduce Gatekeeper's result (to translate them, have %s write the field itself, e.g. in its value, or drop %s's test of it)", c.Why, c.B.Source, c.A.Source, c.A.Source, c.B.Source)
 			problems[c.A], problems[c.B] = msg, msg
 		}
 	}

@@ -614,7 +614,7 @@ func caseName(o *unstructured.Unstructured) string {
 // allNeedNewerVersion: is every refusal one of a CEL feature the target version lacks?
 func allNeedNewerVersion(msgs []string) bool {
 	for _, m := range msgs {
-		if !strings.Contains(m, "needs lists.flatten()") && !strings.Contains(m, "that needs lists.flatten()") && !strings.Contains(m, "two-variable comprehensions") {
+		if !strings.Contains(m, "needs lists.flatten()") && !strings.Contains(m, "two-variable comprehensions") {
 			return false
 		}
 	}

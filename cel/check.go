@@ -3,8 +3,10 @@ package cel
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/parser"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -24,6 +26,7 @@ type Env struct {
 	Version  *version.Version
 	compiler plugincel.Compiler
 	envSet   *environment.EnvSet
+	shapes   shapeCache
 }
 
 var envs sync.Map // "1.34" -> *Env
@@ -62,26 +65,59 @@ func (e *Env) celEnv() (*celgo.Env, error) {
 	return env.Extend(celgo.EnableMacroCallTracking())
 }
 
-// Print renders the tree as CEL text in canonical form: the printed tree is parsed again with the
-// environment's parser (and macros) and printed back by cel-go's unparser, so that what is
-// emitted is exactly what the API server will parse.
+// Print renders the tree as CEL text in canonical form: cel-go's unparser prints the syntax tree
+// that cel-go's parser makes of the expression (TestPrintMatchesParser checks it against
+// printParsed, which parses the printed text with the environment's parser and macros), so that
+// what is emitted is exactly what the API server will parse.
 func (e *Env) Print(x Expr) (string, error) {
-	env, err := e.celEnv()
+	b := astBuilder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil)}
+	tree, err := b.build(x)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)
 	}
-	src := String(x)
-	ast, iss := env.Parse(src)
-	if iss != nil && iss.Err() != nil {
-		return "", fmt.Errorf("internal error: generated CEL does not parse: %v\n%s", iss.Err(), src)
+	out, err := unparse(tree, b.info)
+	if err == nil && verifyPrinting.Load() {
+		parsed, perr := e.printParsed(x)
+		if perr != nil {
+			return "", perr
+		}
+		if parsed != out {
+			return "", fmt.Errorf("internal error: CEL printed as\n%s\nparses and prints as\n%s", out, parsed)
+		}
 	}
-	// Wrap long expressions after && and || so that they read well as YAML block scalars.
-	out, err := parser.Unparse(ast.NativeRep().Expr(), ast.NativeRep().SourceInfo(),
+	return out, err
+}
+
+var verifyPrinting atomic.Bool
+
+// VerifyPrinting makes every Print also parse the expression's text and print that, and fail
+// when the two differ. Tests turn it on for everything they compile.
+func VerifyPrinting(on bool) { verifyPrinting.Store(on) }
+
+// unparse prints a tree, wrapping long expressions after && and || so that they read well as
+// YAML block scalars.
+func unparse(tree ast.Expr, info *ast.SourceInfo) (string, error) {
+	out, err := parser.Unparse(tree, info,
 		parser.WrapOnColumn(100), parser.WrapOnOperators(operators.LogicalAnd, operators.LogicalOr, operators.Conditional))
 	if err != nil {
 		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)
 	}
 	return out, nil
+}
+
+// printParsed is Print by way of the text: the printed tree is parsed again with the
+// environment's parser (and macros) and printed back by cel-go's unparser.
+func (e *Env) printParsed(x Expr) (string, error) {
+	env, err := e.celEnv()
+	if err != nil {
+		return "", err
+	}
+	src := String(x)
+	tree, iss := env.Parse(src)
+	if iss != nil && iss.Err() != nil {
+		return "", fmt.Errorf("internal error: generated CEL does not parse: %v\n%s", iss.Err(), src)
+	}
+	return unparse(tree.NativeRep().Expr(), tree.NativeRep().SourceInfo())
 }
 
 // CheckJSONPatch compiles a JSONPatch mutation expression exactly as the API server does for a
@@ -98,6 +134,48 @@ func (e *Env) CheckApplyConfiguration(expr string) error {
 // CheckCondition compiles a matchCondition expression.
 func (e *Env) CheckCondition(expr string) error {
 	return e.check(&matchconditions.MatchCondition{Expression: expr})
+}
+
+// CheckJSONPatchExpr is CheckJSONPatch for a tree: an expression of a shape that compiled before
+// in this environment is not compiled again (see Shape).
+func (e *Env) CheckJSONPatchExpr(x Expr) error {
+	return e.shapes.check("jsonpatch", x, e.CheckJSONPatch)
+}
+
+// CheckConditionExpr is CheckCondition for a tree, remembering shapes as CheckJSONPatchExpr does.
+func (e *Env) CheckConditionExpr(x Expr) error {
+	return e.shapes.check("condition", x, e.CheckCondition)
+}
+
+// shapeCache remembers the shapes of expressions that compiled (never failures: an error is
+// always reported for the expression at hand). Type-checking is most of the compiler's time, and
+// generated policies repeat a few shapes with different strings (names, keys, values).
+type shapeCache struct {
+	mu sync.Mutex
+	ok map[string]bool
+}
+
+// maxShapes bounds the cache of a long-running process; when full it starts again.
+const maxShapes = 100000
+
+func (c *shapeCache) check(scope string, x Expr, check func(string) error) error {
+	key := scope + "\x00" + Shape(x)
+	c.mu.Lock()
+	hit := c.ok[key]
+	c.mu.Unlock()
+	if hit {
+		return nil
+	}
+	if err := check(String(x)); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.ok == nil || len(c.ok) >= maxShapes {
+		c.ok = map[string]bool{}
+	}
+	c.ok[key] = true
+	c.mu.Unlock()
+	return nil
 }
 
 func (e *Env) check(acc plugincel.ExpressionAccessor) error {
@@ -124,6 +202,9 @@ type Variable struct {
 type Checker struct {
 	env *Env
 	cc  *plugincel.CompositedCompiler
+	// scope is the variables' names and types: expressions of one shape type-check alike in
+	// every checker of the same scope.
+	scope string
 }
 
 // WithVariables compiles vars, in order, and returns a checker for expressions that use them.
@@ -132,13 +213,20 @@ func (e *Env) WithVariables(vars []Variable) (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
+	scope := "jsonpatch"
 	for _, v := range vars {
 		res := cc.CompileAndStoreVariable(&mutating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.NewExpressions)
 		if res.Error != nil {
 			return nil, fmt.Errorf("Kubernetes %s rejects the generated variable %s: %s", e.Version, v.Name, res.Error.Detail)
 		}
+		scope += "\x00" + v.Name + ":" + res.OutputType.String()
 	}
-	return &Checker{env: e, cc: cc}, nil
+	return &Checker{env: e, cc: cc, scope: scope}, nil
+}
+
+// CheckJSONPatchExpr is CheckJSONPatch for a tree, remembering shapes as Env.CheckJSONPatchExpr.
+func (c *Checker) CheckJSONPatchExpr(x Expr) error {
+	return c.env.shapes.check(c.scope, x, c.CheckJSONPatch)
 }
 
 // CheckJSONPatch is Env.CheckJSONPatch for an expression that may use the variables.

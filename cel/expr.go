@@ -18,7 +18,16 @@ import (
 
 // Expr is a CEL expression tree node.
 type Expr interface {
-	write(b *strings.Builder)
+	write(b *writer)
+}
+
+// writer prints expressions. With shapes set it prints an expression's shape instead: every
+// string literal replaced by a placeholder numbered by first appearance (so equal literals stay
+// equal and distinct ones distinct), except literals passed directly to a function, whose values
+// the API server's environment validates (regular expressions, durations, timestamps).
+type writer struct {
+	strings.Builder
+	shapes map[string]string
 }
 
 type (
@@ -267,25 +276,54 @@ func homogeneous(vs []any) bool {
 
 // String prints the expression (fully parenthesised; Print gives the canonical form).
 func String(e Expr) string {
-	var b strings.Builder
+	var b writer
 	e.write(&b)
 	return b.String()
 }
 
-func (l lit) write(b *strings.Builder)   { b.WriteString(l.text) }
-func (i ident) write(b *strings.Builder) { b.WriteString(i.name) }
-func (i index) write(b *strings.Builder) {
+// Shape prints e with its string literals abstracted (see writer): two expressions of one shape
+// type-check alike, since CEL's checker looks at a string literal's type, never its value, except
+// where a validator reads the literal argument of a call, which Shape keeps.
+func Shape(e Expr) string {
+	b := writer{shapes: map[string]string{}}
+	e.write(&b)
+	return b.String()
+}
+
+// literal writes a string literal (already quoted), abstracted when printing a shape.
+func (b *writer) literal(quoted string) {
+	if b.shapes == nil {
+		b.WriteString(quoted)
+		return
+	}
+	p, ok := b.shapes[quoted]
+	if !ok {
+		p = strconv.Quote("s" + strconv.Itoa(len(b.shapes)))
+		b.shapes[quoted] = p
+	}
+	b.WriteString(p)
+}
+
+func (l lit) write(b *writer) {
+	if strings.HasPrefix(l.text, `"`) {
+		b.literal(l.text)
+		return
+	}
+	b.WriteString(l.text)
+}
+func (i ident) write(b *writer) { b.WriteString(i.name) }
+func (i index) write(b *writer) {
 	writeOperand(b, i.operand)
 	b.WriteByte('[')
 	i.key.write(b)
 	b.WriteByte(']')
 }
-func (f field) write(b *strings.Builder) {
+func (f field) write(b *writer) {
 	writeOperand(b, f.operand)
 	b.WriteByte('.')
 	b.WriteString(f.name)
 }
-func (c call) write(b *strings.Builder) {
+func (c call) write(b *writer) {
 	if c.target != nil {
 		writeOperand(b, c.target)
 		b.WriteByte('.')
@@ -296,23 +334,30 @@ func (c call) write(b *strings.Builder) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		a.write(b)
+		switch x := a.(type) {
+		case lit:
+			b.WriteString(x.text) // verbatim even in a shape
+		case strLit:
+			b.WriteString(strconv.Quote(x.s))
+		default:
+			a.write(b)
+		}
 	}
 	b.WriteByte(')')
 }
-func (x binary) write(b *strings.Builder) {
+func (x binary) write(b *writer) {
 	b.WriteByte('(')
 	x.l.write(b)
 	b.WriteString(") " + x.op + " (")
 	x.r.write(b)
 	b.WriteByte(')')
 }
-func (u unary) write(b *strings.Builder) {
+func (u unary) write(b *writer) {
 	b.WriteString(u.op + "(")
 	u.x.write(b)
 	b.WriteByte(')')
 }
-func (c cond) write(b *strings.Builder) {
+func (c cond) write(b *writer) {
 	b.WriteByte('(')
 	c.c.write(b)
 	b.WriteString(") ? (")
@@ -321,7 +366,7 @@ func (c cond) write(b *strings.Builder) {
 	c.f.write(b)
 	b.WriteByte(')')
 }
-func (l listExpr) write(b *strings.Builder) {
+func (l listExpr) write(b *writer) {
 	b.WriteByte('[')
 	for i, e := range l.elems {
 		if i > 0 {
@@ -331,7 +376,7 @@ func (l listExpr) write(b *strings.Builder) {
 	}
 	b.WriteByte(']')
 }
-func (m mapExpr) write(b *strings.Builder) {
+func (m mapExpr) write(b *writer) {
 	b.WriteByte('{')
 	for i := range m.keys {
 		if i > 0 {
@@ -343,7 +388,7 @@ func (m mapExpr) write(b *strings.Builder) {
 	}
 	b.WriteByte('}')
 }
-func (o object) write(b *strings.Builder) {
+func (o object) write(b *writer) {
 	b.WriteString(o.typeName + "{")
 	for i := range o.fields {
 		if i > 0 {
@@ -355,7 +400,7 @@ func (o object) write(b *strings.Builder) {
 	b.WriteByte('}')
 }
 
-func writeOperand(b *strings.Builder, e Expr) {
+func writeOperand(b *writer, e Expr) {
 	switch e.(type) {
 	case lit, ident, index, field, call, listExpr, mapExpr, object:
 		e.write(b)

@@ -624,7 +624,7 @@ func (p ptr) expr() Expr {
 // strLit is a static pointer piece, kept unquoted so that neighbours can be merged.
 type strLit struct{ s string }
 
-func (s strLit) write(b *strings.Builder) { b.WriteString(strconv.Quote(s.s)) }
+func (s strLit) write(b *writer) { b.literal(strconv.Quote(s.s)) }
 
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")

@@ -246,7 +246,7 @@ func (p printer) condition(e cel.Expr) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s, p.env.CheckCondition(s)
+	return s, p.env.CheckConditionExpr(e)
 }
 
 func (p printer) jsonPatch(e cel.Expr) (string, error) {
@@ -254,7 +254,7 @@ func (p printer) jsonPatch(e cel.Expr) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s, p.env.CheckJSONPatch(s)
+	return s, p.env.CheckJSONPatchExpr(e)
 }
 
 // compileOne emits a policy for a mutation that interacts with no other: the request-level match

@@ -167,7 +167,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			if err != nil {
 				return nil, nil, &mutationError{batch[0].m, err}
 			}
-			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.CheckJSONPatch)
+			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.CheckJSONPatchExpr)
 			if err != nil {
 				return nil, nil, &mutationError{batch[0].m, err}
 			}
@@ -201,16 +201,16 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 // list of JSONPatch operations, and so is their concatenation. (cel-go's checker takes time
 // quadratic in the number of generic calls in one expression, which made checking large fused
 // expressions whole the bulk of compile time.) Parts already checked (a step repeated in a
-// later round) are not checked again.
-func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, check func(string) error) (string, error) {
+// later round, or of the same shape) are not checked again.
+func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, check func(cel.Expr) error) (string, error) {
 	if len(parts) == 0 {
 		parts = []cel.Expr{whole} // nothing but empty lists: check the whole, as the API server will
 	}
-	var todo []string
+	var todo []cel.Expr
 	for _, part := range parts {
-		if src := cel.String(part); !checked[src] {
-			checked[src] = true
-			todo = append(todo, src)
+		if key := cel.Shape(part); !checked[key] {
+			checked[key] = true
+			todo = append(todo, part)
 		}
 	}
 	// The checks are independent: run them on every core.

@@ -1,0 +1,40 @@
+package cel
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// TestShape: expressions that differ only in strings share a shape, except strings passed to a
+// function (validated by the API server's environment), and equal strings stay equal.
+func TestShape(t *testing.T) {
+	name := func(s string) Expr {
+		return Method(Index(Ident("object"), Str("spec")), "exists", Ident("e"), Bin("==", Index(Ident("e"), Str("name")), Str(s)))
+	}
+	if Shape(name("a")) != Shape(name("b")) {
+		t.Errorf("names a and b: shapes differ:\n%s\n%s", Shape(name("a")), Shape(name("b")))
+	}
+	if Shape(name("a")) == Shape(name("spec")) {
+		t.Errorf("a literal equal to another must not share a shape with one that differs: %s", Shape(name("spec")))
+	}
+	re := func(s string) Expr { return Method(Str("x"), "matches", Str(s)) }
+	if Shape(re("^a")) == Shape(re("^b")) {
+		t.Errorf("regular expressions must stay in the shape: %s", Shape(re("^a")))
+	}
+	env := NewEnv(version.MajorMinor(1, 37))
+	if err := env.CheckConditionExpr(re("^a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CheckConditionExpr(re("[")); err == nil || !strings.Contains(err.Error(), "rejects") {
+		t.Errorf("an invalid regular expression was accepted: %v", err)
+	}
+	if err := env.CheckConditionExpr(Bin("==", Str("a"), Str("b"))); err != nil {
+		t.Fatal(err)
+	}
+	// Same shape as the accepted one above but not a bool: still rejected (type, not value).
+	if err := env.CheckConditionExpr(Bin("+", Str("a"), Str("b"))); err == nil {
+		t.Error("a string condition was accepted")
+	}
+}

@@ -1,0 +1,19 @@
+package verify
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/internal/quiet"
+)
+
+// TestMain silences klog and checks every expression the generated cases compile to against
+// cel-go's parser (cel.VerifyPrinting).
+func TestMain(m *testing.M) {
+	quiet.Klog()
+	cel.VerifyPrinting(true)
+	flag.Parse()
+	os.Exit(m.Run())
+}

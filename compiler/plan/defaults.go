@@ -242,16 +242,10 @@ func specialize(d, w path) path {
 // coupling says why g's outcome may depend on fields the API server defaults after f's
 // mutation ("" when it cannot).
 func (fp *footprint) coupling(g *footprint) (string, path) {
-	if fp.defs == nil {
-		fp.defs = fp.defaultsAfter()
-		if fp.defs == nil {
-			fp.defs = []defaulted{}
-		}
-	}
 	if len(g.exists)+len(g.values)+len(g.keys) == 0 {
 		return "", nil
 	}
-	for _, d := range fp.defs {
+	for _, d := range fp.defaulted() {
 		// Defaulting fills one field in a node that exists: it matters to a test of that very
 		// field's existence, a key comparison on it, or a read of a value that holds it.
 		var hit path
@@ -270,6 +264,17 @@ func (fp *footprint) coupling(g *footprint) (string, path) {
 		}
 	}
 	return "", nil
+}
+
+// defaulted is defaultsAfter, computed once.
+func (fp *footprint) defaulted() []defaulted {
+	if fp.defs == nil {
+		fp.defs = fp.defaultsAfter()
+		if fp.defs == nil {
+			fp.defs = []defaulted{}
+		}
+	}
+	return fp.defs
 }
 
 // setsIfUnset: does m write r, and only where r is missing (its one test of r is MustNotExist)?

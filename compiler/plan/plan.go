@@ -34,17 +34,21 @@ type Group struct {
 
 // Plan groups interacting mutations. ms must be in Gatekeeper's order (sorted by SortKey).
 func Plan(ms []*ir.Mutation) []*Group {
-	n := len(ms)
-	fps := make([]*footprint, n)
+	fps := make([]*footprint, len(ms))
 	for i, m := range ms {
 		fps[i] = footprintOf(m)
 	}
+	return plan(ms, fps, candidates(fps))
+}
+
+// plan groups ms, testing each mutation i against the mutations cand[i] only (ascending).
+func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
+	n := len(ms)
 	// feeds[i][j]: j reads what i writes (j must run after i, maybe in a later round).
-	feeds := make([][]bool, n)
+	feeds := make([]map[int]bool, n)
 	parent := make([]int, n)
 	for i := range parent {
 		parent[i] = i
-		feeds[i] = make([]bool, n)
 	}
 	find := func(i int) int {
 		for parent[i] != i {
@@ -56,7 +60,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 	why := map[int][]string{}
 	couplings := map[int][]Coupling{}
 	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
+		for _, j := range cand[i] {
 			if i == j || !kindsOverlap(ms[i].Match, ms[j].Match) {
 				continue
 			}
@@ -70,7 +74,12 @@ func Plan(ms []*ir.Mutation) []*Group {
 				why[i] = append(why[i], reason)
 			}
 			if reason, read := fps[i].affects(fps[j]); reason != "" {
-				feeds[i][j] = read
+				if read {
+					if feeds[i] == nil {
+						feeds[i] = map[int]bool{}
+					}
+					feeds[i][j] = true
+				}
 				a, b := find(i), find(j)
 				if a != b {
 					parent[a] = b
@@ -79,20 +88,6 @@ func Plan(ms []*ir.Mutation) []*Group {
 					why[i] = append(why[i], fmt.Sprintf("%s → %s: %s", ms[i].Source, ms[j].Source, reason))
 				} else {
 					why[i] = append(why[i], fmt.Sprintf("%s, %s: %s (their order decides the result)", ms[i].Source, ms[j].Source, reason))
-				}
-			}
-		}
-	}
-	for i := range couplings {
-		for c := range couplings[i] {
-			cp := &couplings[i][c]
-			for k := 0; k < n && cp.Stable; k++ {
-				if k != i && ms[k] != cp.B && find(k) == find(i) && kindsOverlap(ms[k].Match, cp.B.Match) {
-					for j := range ms {
-						if ms[j] == cp.B && fps[k].feedsBeyondMembers(fps[j]) {
-							cp.Stable = false
-						}
-					}
 				}
 			}
 		}
@@ -106,11 +101,29 @@ func Plan(ms []*ir.Mutation) []*Group {
 		}
 		byRoot[r] = append(byRoot[r], i)
 	}
+	indexOf := make(map[*ir.Mutation]int, n)
+	for i, m := range ms {
+		indexOf[m] = i
+	}
+	for i := range couplings {
+		for c := range couplings[i] {
+			cp := &couplings[i][c]
+			j := indexOf[cp.B]
+			for _, k := range byRoot[find(i)] {
+				if !cp.Stable {
+					break
+				}
+				if k != i && k != j && kindsOverlap(ms[k].Match, cp.B.Match) && fps[k].feedsBeyondMembers(fps[j]) {
+					cp.Stable = false
+				}
+			}
+		}
+	}
 	var out []*Group
 	for _, r := range roots {
 		idx := byRoot[r]
 		g := &Group{}
-		g.Rounds = rounds(idx, feeds)
+		g.Rounds = rounds(idx, func(a, b int) bool { return feeds[a][b] })
 		for _, i := range idx {
 			g.Mutations = append(g.Mutations, ms[i])
 			g.Why = append(g.Why, why[i]...)
@@ -132,7 +145,7 @@ func Plan(ms []*ir.Mutation) []*Group {
 // keep each other active for s passes, an assumption of convergence of the same kind as
 // Gatekeeper's own bound (it gives up after one pass more than there are mutators); extra passes
 // are harmless since a mutation whose inputs did not change changes nothing.
-func rounds(idx []int, feeds [][]bool) int {
+func rounds(idx []int, feeds func(a, b int) bool) int {
 	k := len(idx)
 	comp := scc(idx, feeds)
 	size := map[int]int{}
@@ -151,7 +164,7 @@ func rounds(idx []int, feeds [][]bool) int {
 		anyChg := false
 		for b := 0; b < k; b++ { // idx is in Gatekeeper's order
 			for a := 0; a < k; a++ {
-				if a == b || !feeds[idx[a]][idx[b]] {
+				if a == b || !feeds(idx[a], idx[b]) {
 					continue
 				}
 				if comp[a] == comp[b] && size[comp[a]] > 1 && r > 1+size[comp[a]] {
@@ -174,7 +187,7 @@ func rounds(idx []int, feeds [][]bool) int {
 }
 
 // scc labels each of idx with its strongly connected component in feeds (Tarjan).
-func scc(idx []int, feeds [][]bool) []int {
+func scc(idx []int, feeds func(a, b int) bool) []int {
 	k := len(idx)
 	index, low, comp := make([]int, k), make([]int, k), make([]int, k)
 	onStack := make([]bool, k)
@@ -190,7 +203,7 @@ func scc(idx []int, feeds [][]bool) []int {
 		stack = append(stack, a)
 		onStack[a] = true
 		for b := 0; b < k; b++ {
-			if a == b || !feeds[idx[a]][idx[b]] {
+			if a == b || !feeds(idx[a], idx[b]) {
 				continue
 			}
 			if index[b] < 0 {

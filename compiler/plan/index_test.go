@@ -1,0 +1,103 @@
+package plan_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/bench"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/verify/gen"
+)
+
+// describe prints a plan completely: members, rounds, reasons and couplings of every group.
+func describe(groups []*plan.Group) string {
+	var b strings.Builder
+	for _, g := range groups {
+		fmt.Fprintf(&b, "group, %d rounds:", g.Rounds)
+		for _, m := range g.Mutations {
+			fmt.Fprintf(&b, " %s", m.Source)
+		}
+		b.WriteString("\n")
+		for _, w := range g.Why {
+			fmt.Fprintf(&b, "  why: %s\n", w)
+		}
+		for _, c := range g.Couplings {
+			fmt.Fprintf(&b, "  coupling: %s %s stable=%v: %s\n", c.A.Source, c.B.Source, c.Stable, c.Why)
+		}
+	}
+	return b.String()
+}
+
+func compileYAML(t *testing.T, name string, data []byte) []*ir.Mutation {
+	t.Helper()
+	docs, err := source.Parse(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []*source.Document
+	for _, d := range docs {
+		if gatekeeper.IsMutator(d.Object) {
+			keep = append(keep, d)
+		}
+	}
+	return gatekeeper.Compile(keep).Mutations
+}
+
+// TestIndexFindsEveryInteraction: the planner's path index must give exactly the plan of
+// testing every pair, on the generated differential cases (pooled into sets of about a hundred
+// mutators, which interact in every way the generator knows), the docs examples, the bench
+// workloads and the generated compile-throughput set.
+func TestIndexFindsEveryInteraction(t *testing.T) {
+	sets := map[string][]*ir.Mutation{}
+	for pool := 0; pool < 12; pool++ {
+		var docs []string
+		for seed := uint64(pool*25 + 1); seed <= uint64(pool*25+25); seed++ {
+			for _, m := range gen.Generate(seed).Mutators {
+				m = m.DeepCopy()
+				m.SetName(fmt.Sprintf("s%d-%s", seed, m.GetName()))
+				y, err := yaml.Marshal(m.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				docs = append(docs, string(y))
+			}
+		}
+		sets[fmt.Sprintf("generated pool %d", pool)] = compileYAML(t, "pool.yaml", []byte(strings.Join(docs, "---\n")))
+	}
+	for _, f := range []string{"../../examples/gatekeeper", "../../testdata/bench/realistic-50/mutators.yaml"} {
+		var data []byte
+		files, _ := filepath.Glob(filepath.Join(f, "*.yaml"))
+		if len(files) == 0 {
+			files = []string{f}
+		}
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = append(append(data, b...), "\n---\n"...)
+		}
+		sets[f] = compileYAML(t, f, data)
+	}
+	sets["bench.Generate(600)"] = compileYAML(t, "generated.yaml", bench.Generate(600))
+	for name, ms := range sets {
+		if len(ms) < 10 {
+			t.Fatalf("%s: only %d mutations", name, len(ms))
+		}
+		indexed, all := describe(plan.Plan(ms)), describe(plan.PlanAllPairs(ms))
+		if indexed != all {
+			t.Errorf("%s (%d mutations): the indexed plan differs from testing every pair.\nindexed:\n%s\nall pairs:\n%s", name, len(ms), indexed, all)
+		}
+		if strings.HasPrefix(name, "generated pool") && !strings.Contains(all, "why:") {
+			t.Errorf("%s: no interaction at all; the comparison shows nothing", name)
+		}
+	}
+}

@@ -136,19 +136,16 @@ func (t *trie) up(a path, fn func(owners []int)) {
 //     (prefixOf(w, x)): down(w) for every w;
 //   - g's exists, members, values or writes above f's location, which is where f's writes and
 //     creations lie (prefixOf(x, c) with c a prefix of f.full): up(f.full);
-//   - the lists f appends to with the lists g appends to (same depth, compatible): down in a trie
-//     of appended lists;
+//   - the lists f appends to with the lists g appends to (same depth, compatible): down(w) for
+//     the element f appends, which meets the key fields g compares (a glob over the list);
 //   - fields defaulted after f with g's exists, keys and values at or above them: up(d).
 func candidates(fps []*footprint) [][]int {
-	var reads, appended trie
+	var reads trie
 	for j, g := range fps {
 		for _, set := range [][]path{g.exists, g.members, g.values, g.keys, g.writes} {
 			for _, p := range set {
 				reads.add(p, j)
 			}
-		}
-		for _, a := range g.appends {
-			appended.add(a[:len(a)-1], j)
 		}
 	}
 	out := make([][]int, len(fps))
@@ -167,9 +164,6 @@ func candidates(fps []*footprint) [][]int {
 			reads.down(w, collect)
 		}
 		reads.up(f.full, collect)
-		for _, a := range f.appends {
-			appended.down(a[:len(a)-1], collect)
-		}
 		for _, d := range f.defaulted() {
 			reads.up(d.at, collect)
 		}

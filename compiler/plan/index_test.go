@@ -87,6 +87,24 @@ func TestIndexFindsEveryInteraction(t *testing.T) {
 		}
 		sets[f] = compileYAML(t, f, data)
 	}
+	// An object written whole above another mutator's field (found only looking down from it),
+	// defaults of a written limit read by a request default, appended containers, a field
+	// defaulted from another (serviceAccountName from serviceAccount) and tested.
+	var crafted []*ir.Mutation
+	for i := 0; i < 4; i++ {
+		crafted = append(crafted, mutations(t,
+			assign(fmt.Sprintf("ctx-%d", i), "spec.securityContext", "{runAsNonRoot: true}", ""),
+			assign(fmt.Sprintf("fsgroup-%d", i), "spec.securityContext.fsGroup", "1", ""),
+			assign(fmt.Sprintf("limit-%d", i), "spec.containers[name: *].resources.limits.cpu", "'1'", ""),
+			assign(fmt.Sprintf("request-%d", i), "spec.containers[name: *].resources.requests.cpu", "'1'",
+				"    pathTests:\n    - subPath: 'spec.containers[name: *].resources.requests.cpu'\n      condition: MustNotExist\n"),
+			assign(fmt.Sprintf("sidecar-%d", i), fmt.Sprintf("spec.containers[name: side%d].image", i), "img", ""),
+			assign(fmt.Sprintf("sa-%d", i), "spec.serviceAccount", "robot", ""),
+			assign(fmt.Sprintf("san-%d", i), "spec.serviceAccountName", "robot",
+				"    pathTests:\n    - subPath: spec.serviceAccountName\n      condition: MustNotExist\n"),
+		)...)
+	}
+	sets["crafted"] = crafted
 	sets["bench.Generate(600)"] = compileYAML(t, "generated.yaml", bench.Generate(600))
 	for name, ms := range sets {
 		if len(ms) < 10 {

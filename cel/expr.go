@@ -22,9 +22,10 @@ type Expr interface {
 }
 
 // writer prints expressions. With shapes set it prints an expression's shape instead: every
-// string literal replaced by a placeholder numbered by first appearance (so equal literals stay
-// equal and distinct ones distinct), except literals passed directly to a function, whose values
-// the API server's environment validates (regular expressions, durations, timestamps).
+// string and number literal replaced by a placeholder of its type numbered by first appearance
+// (so equal literals stay equal and distinct ones distinct), except literals passed directly to
+// a function, whose values the API server's environment validates (regular expressions,
+// durations, timestamps).
 type writer struct {
 	strings.Builder
 	shapes map[string]string
@@ -290,6 +291,19 @@ func Shape(e Expr) string {
 	return b.String()
 }
 
+// number writes a number literal, abstracted in a shape as a number of the same type.
+func (b *writer) number(text string) {
+	p, ok := b.shapes[text]
+	if !ok {
+		p = strconv.Itoa(len(b.shapes))
+		if strings.ContainsAny(text, ".eEn") {
+			p += ".0"
+		}
+		b.shapes[text] = p
+	}
+	b.WriteString(p)
+}
+
 // literal writes a string literal (already quoted), abstracted when printing a shape.
 func (b *writer) literal(quoted string) {
 	if b.shapes == nil {
@@ -307,6 +321,10 @@ func (b *writer) literal(quoted string) {
 func (l lit) write(b *writer) {
 	if strings.HasPrefix(l.text, `"`) {
 		b.literal(l.text)
+		return
+	}
+	if b.shapes != nil && l.text != "" && (l.text[0] == '-' || l.text[0] >= '0' && l.text[0] <= '9') {
+		b.number(l.text)
 		return
 	}
 	b.WriteString(l.text)

@@ -38,6 +38,7 @@ type step struct {
 // expression, whose operations are all computed from the same object.
 func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, *mutationError) {
 	pr := printer{env}
+	fz := plan.NewFuser()
 	type bucket struct {
 		key    string
 		match  ir.Match
@@ -156,7 +157,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				for _, s := range seq[j:k] {
 					add += size[s.m]
 				}
-				if total+add > maxFusedLength || !allFusable(batch, seq[j:k]) {
+				if total+add > maxFusedLength || !allFusable(fz, batch, seq[j:k]) {
 					break
 				}
 				total += add
@@ -235,10 +236,10 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 }
 
 // allFusable: can every step of b be fused with every step of a?
-func allFusable(a, b []step) bool {
+func allFusable(fz *plan.Fuser, a, b []step) bool {
 	for _, x := range a {
 		for _, y := range b {
-			if !plan.Fusable(x.m, y.m) {
+			if !fz.Fusable(x.m, y.m) {
 				return false
 			}
 		}

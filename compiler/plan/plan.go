@@ -526,11 +526,30 @@ func persists(m *ir.Mutation, i int) bool {
 // applied together: neither reads or overwrites what the other writes. Object nodes both may
 // create on the part of their paths they share are allowed (SharedCreations lists them; they are
 // created once, first), other shared creations (keyed list elements) are not.
-func Fusable(a, b *ir.Mutation) bool {
+func Fusable(a, b *ir.Mutation) bool { return NewFuser().Fusable(a, b) }
+
+// Fuser answers Fusable for many pairs of one set of mutations, computing each footprint once.
+// The mutations must not change while it is in use.
+type Fuser struct{ fps map[*ir.Mutation]*footprint }
+
+// NewFuser returns an empty Fuser.
+func NewFuser() *Fuser { return &Fuser{fps: map[*ir.Mutation]*footprint{}} }
+
+func (z *Fuser) footprint(m *ir.Mutation) *footprint {
+	f := z.fps[m]
+	if f == nil {
+		f = footprintOf(m)
+		z.fps[m] = f
+	}
+	return f
+}
+
+// Fusable is the package's Fusable.
+func (z *Fuser) Fusable(a, b *ir.Mutation) bool {
 	if !kindsOverlap(a.Match, b.Match) {
 		return true
 	}
-	fa, fb := footprintOf(a), footprintOf(b)
+	fa, fb := z.footprint(a), z.footprint(b)
 	if r, _ := fa.affects(fb); r != "" {
 		return false
 	}

@@ -59,6 +59,9 @@ type (
 		typeName string
 		fields   []string
 		vals     []Expr
+		// pre marks the operations of PreCreate, which must stay before the operations that
+		// rely on the nodes they create (see CompactTerms).
+		pre bool
 	}
 )
 
@@ -132,7 +135,7 @@ func Map(keys, vals []Expr) Expr { return mapExpr{keys, vals} }
 
 // Object is typeName{field: val, ...} for API server types such as JSONPatch.
 func Object(typeName string, fields []string, vals []Expr) Expr {
-	return object{typeName, fields, vals}
+	return object{typeName: typeName, fields: fields, vals: vals}
 }
 
 // And is the conjunction of xs (true when empty).
@@ -420,7 +423,7 @@ func (o object) write(b *writer) {
 
 func writeOperand(b *writer, e Expr) {
 	switch e.(type) {
-	case lit, ident, index, field, call, listExpr, mapExpr, object:
+	case lit, ident, index, field, call, listExpr, optList, mapExpr, object:
 		e.write(b)
 	default:
 		b.WriteByte('(')

@@ -11,33 +11,49 @@ import (
 // "." or ":" or is "localhost"; the tag starts at the first ":" or "@" of the rest. Each part the
 // mutator sets replaces the old one; the others stay.
 
-// domainPrefix matches a leading domain segment with its slash, as splitDomain recognises it.
-const domainPrefix = `^([^/]*[.:][^/]*|localhost)/`
-
 // RewriteImage is the CEL string expression of Gatekeeper's mutateImage(domain, path, tag, img).
+//
+// It splits with indexOf and substring rather than regular expressions (the API server charges a
+// regular expression match by the product of the lengths, a search by length), and evaluates each
+// part once by binding it as the one element of a list mapped over (the environment has no
+// cel.bind); only the parts the mutator keeps are computed.
 func RewriteImage(img Expr, op ir.RewriteImage) Expr {
-	hasDomain := Method(img, "matches", Str(domainPrefix))
-	domainWithSlash := Method(img, "find", Str(`^[^/]*/`))
-	rest := Cond(hasDomain, Method(img, "substring", Call("size", domainWithSlash)), img)
-	var domain Expr
+	if op.Domain != "" && op.Path != "" && op.Tag != "" {
+		return Str(op.Domain + "/" + op.Path + op.Tag)
+	}
+	// slash: the index of the first "/"; rest: the reference after the first segment when that
+	// is a domain (contains "." or ":", or is "localhost"), else all of it; the domain is what
+	// comes before rest; end: where the tag starts in rest (the first ":" or "@"), else its length.
+	slash, rest, end := Ident("img_slash"), Ident("img_rest"), Ident("img_end")
+	first := Method(img, "substring", Int(0), slash)
+	isDomain := And(Bin(">=", slash, Int(0)), Or(Method(first, "contains", Str(".")), Method(first, "contains", Str(":")), Bin("==", first, Str("localhost"))))
+	restOf := Cond(isDomain, Method(img, "substring", Bin("+", slash, Int(1))), img)
+	domain := Method(img, "substring", Int(0), Bin("-", Call("size", img), Call("size", rest)))
 	if op.Domain != "" {
 		domain = Str(op.Domain + "/")
-	} else {
-		domain = Cond(hasDomain, domainWithSlash, Str(""))
 	}
-	pathOf := Method(rest, "find", Str(`^[^:@]*`))
-	var path, tag Expr
-	if op.Path != "" {
-		path = Str(op.Path)
+	var body Expr
+	if op.Path == "" && op.Tag == "" {
+		body = Bin("+", domain, rest)
 	} else {
-		path = pathOf
+		colon, at := Method(rest, "indexOf", Str(":")), Method(rest, "indexOf", Str("@"))
+		endOf := Cond(And(Bin(">=", at, Int(0)), Or(Bin("<", colon, Int(0)), Bin("<", at, colon))), at,
+			Cond(Bin(">=", colon, Int(0)), colon, Call("size", rest)))
+		var path, tag Expr = Str(op.Path), Str(op.Tag)
+		if op.Path == "" {
+			path = Method(rest, "substring", Int(0), end)
+		}
+		if op.Tag == "" {
+			tag = Method(rest, "substring", end)
+		}
+		body = let(end, endOf, Bin("+", Bin("+", domain, path), tag))
 	}
-	if op.Tag != "" {
-		tag = Str(op.Tag)
-	} else {
-		tag = Method(rest, "substring", Call("size", pathOf))
-	}
-	return Bin("+", Bin("+", domain, path), tag)
+	return let(slash, Method(img, "indexOf", Str("/")), let(rest, restOf, body))
+}
+
+// let is body with name bound to the value of init, evaluated once: [init].map(name, body)[0].
+func let(name, init, body Expr) Expr {
+	return Index(Method(List(init), "map", name, body), Int(0))
 }
 
 // RewriteImageString is the same function at compile time (for a missing field, img is "").

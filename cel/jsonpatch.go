@@ -86,6 +86,13 @@ func patchOp(op string, p ptr, value Expr) Expr {
 	return Object("JSONPatch", fields, vals)
 }
 
+// preOp adds an empty object at p, marked as a shared creation.
+func preOp(p ptr) Expr {
+	o := patchOp("add", p, Map(nil, nil)).(object)
+	o.pre = true
+	return o
+}
+
 func (g *jpgen) last(d int) bool { return d == len(g.m.Path)-1 }
 
 // walk returns the list(JSONPatch) expression for the path from depth d on, where cur is the
@@ -679,7 +686,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 		has := present(key, cur)
 		cp := p.child(st.Field)
 		if d == len(n.Path)-1 {
-			return condList(has, emptyList, List(patchOp("add", cp, Map(nil, nil)))), nil
+			return condList(has, emptyList, List(preOp(cp))), nil
 		}
 		inner, err := preCreate(n, d+1, Index(cur, key), cp, f)
 		if err != nil {
@@ -699,7 +706,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 			q = q.child(n.Path[k].Field)
 		}
 		if objectsOnly {
-			whenMissing = List(patchOp("add", q, Map(nil, nil)))
+			whenMissing = List(preOp(q))
 		}
 		return condList(has, inner, whenMissing), nil
 	}

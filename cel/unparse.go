@@ -146,6 +146,18 @@ func (b *astBuilder) build(e Expr) (ast.Expr, error) {
 			return nil, err
 		}
 		return b.fac.NewList(b.next(), elems, nil), nil
+	case optList:
+		elems, err := b.all(x.elems)
+		if err != nil {
+			return nil, err
+		}
+		var opt []int32
+		for i, o := range x.opt {
+			if o {
+				opt = append(opt, int32(i))
+			}
+		}
+		return b.fac.NewList(b.next(), elems, opt), nil
 	case mapExpr:
 		entries := make([]ast.EntryExpr, len(x.keys))
 		for i := range x.keys {

@@ -303,7 +303,7 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 	if cel.IsEmpty(e) {
 		return nil, nil
 	}
-	s, err := pr.jsonPatch(e)
+	s, err := pr.jsonPatch(cel.Compact(e))
 	if err != nil {
 		return nil, err
 	}

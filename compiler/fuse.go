@@ -297,7 +297,12 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 			parts = append(parts, pre)
 		}
 	}
-	for _, s := range batch {
+	// The steps of a batch are pairwise independent, so their operations may come in any order
+	// after the shared creations: sorted by path, steps on one subtree are neighbours and
+	// Compact can test each node once for all of them.
+	byPath := append([]step(nil), batch...)
+	sort.SliceStable(byPath, func(i, j int) bool { return ir.PathString(byPath[i].m.Path) < ir.PathString(byPath[j].m.Path) })
+	for _, s := range byPath {
 		ops, err := cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m])
 		if err != nil {
 			return nil, nil, err
@@ -312,8 +317,9 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 			e = cel.Bin("+", e, g)
 		}
 	}
-	// Parts looping over the same list share one comprehension (each still guarded as before).
-	parts = cel.MergeLoops(parts, env.Features())
+	// Parts looping over the same list share one comprehension (each still guarded as before),
+	// and parts under one condition test it once (cel.Compact).
+	parts = cel.CompactTerms(cel.MergeLoops(parts, env.Features()))
 	if len(parts) == 0 {
 		return e, parts, nil
 	}

@@ -1,0 +1,481 @@
+package cel
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Compaction: the same list of JSONPatch operations, for less of the API server's CEL cost.
+//
+// The API server charges each list it creates 10, each object (a JSONPatch operation) 40 and
+// every presence test, index and comparison 1 (cel-go's runtime cost model). A fused expression is
+// a concatenation of one part per mutator, each a tree of presence tests whose leaves are [] or a
+// few operations; most leaves are [] on a given object, and consecutive parts repeat the same
+// tests. Compact rewrites a concatenation without changing the list it evaluates to, operation
+// by operation and in order:
+//
+//   - (c ? a : b) + (c ? x : y) becomes c ? a + x : b + y (c is evaluated once; CEL has no side
+//     effects, and c fails or not alike);
+//   - [] is dropped from a concatenation;
+//   - a run of two or more parts that each give at most one operation becomes one list literal
+//     with optional elements: (c ? [p] : []) + [q] + (d ? [] : [r]) becomes
+//     [?(c ? optional.of(p) : optional.none()), q, ?(d ? optional.none() : optional.of(r))].
+//
+// It descends into branches and into the bodies of transformList(...).flatten() loops.
+
+// optList is a list literal whose elements marked opt are optionals (written ?e): an element
+// only when the optional has a value.
+type optList struct {
+	elems []Expr
+	opt   []bool
+}
+
+func (l optList) write(b *writer) {
+	b.WriteByte('[')
+	for i, e := range l.elems {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if l.opt[i] {
+			b.WriteByte('?')
+		}
+		e.write(b)
+	}
+	b.WriteByte(']')
+}
+
+// Compact rewrites the JSONPatch list expression e as described above (see CompactTerms for
+// what e must be).
+func Compact(e Expr) Expr { return join(CompactTerms(terms(e))) }
+
+// CompactTerms is Compact for a concatenation given as its operands; it returns the operands of
+// the result.
+//
+// The operands must be the parts of a fused batch (or, below a condition or in a shared loop,
+// their branches and bodies): the operations of pairwise independent steps, which may be
+// reordered, and shared creations (PreCreate), which must stay before what follows them. Parts are
+// grouped by their first condition (the test of the first node on a step's path, or its guard),
+// each group where its first member was, so that every part only moves earlier, and never past a
+// part holding a shared creation.
+func CompactTerms(ts []Expr) []Expr {
+	var out []Expr
+	at := map[string]int{} // first condition -> index in out
+	var pres []int         // the indexes in out holding shared creations
+	// movable: may t move before every part of out after i?
+	movable := func(t Expr, i int) bool {
+		for _, k := range pres {
+			if k > i && !disjoint(t, out[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, t := range ts {
+		if isEmpty(t) {
+			continue
+		}
+		if b, ok := t.(cond); ok {
+			key := String(b.c)
+			if i, seen := at[key]; seen && movable(t, i) {
+				a := out[i].(cond)
+				out[i] = cond{a.c, Bin("+", a.t, b.t), Bin("+", a.f, b.f)}
+				if hasPre(t) && (len(pres) == 0 || pres[len(pres)-1] != i) {
+					pres = append(pres, i)
+					sort.Ints(pres)
+				}
+				continue
+			}
+			at[key] = len(out)
+		}
+		if hasPre(t) {
+			pres = append(pres, len(out))
+		}
+		out = append(out, t)
+	}
+	for i, t := range out {
+		out[i] = compactTerm(t)
+	}
+	var kept []Expr
+	for _, t := range out {
+		if !isEmpty(t) {
+			kept = append(kept, t)
+		}
+	}
+	return optionalRuns(kept)
+}
+
+// disjoint: are the operations of a and b on nodes neither of which contains the other (so that
+// they commute)? False when a path cannot be read.
+func disjoint(a, b Expr) bool {
+	pa, okA := opPaths(a, nil)
+	pb, okB := opPaths(b, nil)
+	if !okA || !okB {
+		return false
+	}
+	for _, x := range pa {
+		for _, y := range pb {
+			if x.base != y.base || strings.HasPrefix(x.rel, y.rel) || strings.HasPrefix(y.rel, x.rel) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+type opPath struct{ base, rel string }
+
+// opPaths lists the paths of the JSONPatch operations in e; false if one cannot be read.
+func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
+	var kids []Expr
+	switch x := e.(type) {
+	case object:
+		if x.typeName == "JSONPatch" {
+			_, base, rel, _, ok := readOp(x)
+			if !ok {
+				return nil, false
+			}
+			return append(acc, opPath{base, rel}), true
+		}
+		kids = x.vals
+	case cond:
+		kids = []Expr{x.c, x.t, x.f}
+	case binary:
+		kids = []Expr{x.l, x.r}
+	case unary:
+		kids = []Expr{x.x}
+	case listExpr:
+		kids = x.elems
+	case optList:
+		kids = x.elems
+	case mapExpr:
+		kids = x.vals
+	case call:
+		kids = append([]Expr{x.target}, x.args...)
+	case index:
+		kids = []Expr{x.operand, x.key}
+	case field:
+		kids = []Expr{x.operand}
+	}
+	for _, k := range kids {
+		if k == nil {
+			continue
+		}
+		var ok bool
+		if acc, ok = opPaths(k, acc); !ok {
+			return nil, false
+		}
+	}
+	return acc, true
+}
+
+// hasPre: does e hold a shared creation?
+func hasPre(e Expr) bool {
+	switch x := e.(type) {
+	case object:
+		if x.pre {
+			return true
+		}
+		return anyPre(x.vals)
+	case cond:
+		return hasPre(x.c) || hasPre(x.t) || hasPre(x.f)
+	case binary:
+		return hasPre(x.l) || hasPre(x.r)
+	case unary:
+		return hasPre(x.x)
+	case listExpr:
+		return anyPre(x.elems)
+	case optList:
+		return anyPre(x.elems)
+	case mapExpr:
+		return anyPre(x.vals)
+	case call:
+		return x.target != nil && hasPre(x.target) || anyPre(x.args)
+	case index:
+		return hasPre(x.operand) || hasPre(x.key)
+	case field:
+		return hasPre(x.operand)
+	}
+	return false
+}
+
+func anyPre(xs []Expr) bool {
+	for _, x := range xs {
+		if hasPre(x) {
+			return true
+		}
+	}
+	return false
+}
+
+func compactTerm(t Expr) Expr {
+	switch x := t.(type) {
+	case cond:
+		tt, ff := Compact(x.t), Compact(x.f)
+		if String(tt) == String(ff) {
+			return tt // both branches give the same list; c only chose between them
+		}
+		return cond{x.c, tt, ff}
+	case call:
+		if x.fn != "flatten" || len(x.args) != 0 || x.target == nil {
+			return t
+		}
+		tl, ok := x.target.(call)
+		if !ok || tl.fn != "transformList" || len(tl.args) != 3 || tl.target == nil {
+			return t
+		}
+		return Method(Method(tl.target, "transformList", tl.args[0], tl.args[1], Compact(tl.args[2])), "flatten")
+	case binary:
+		if x.op == "+" {
+			return Compact(x)
+		}
+	}
+	return t
+}
+
+// atMostOne: does t give at most one operation, whatever the object ([], [p], or conditions
+// choosing between such)?
+func atMostOne(t Expr) bool {
+	switch x := t.(type) {
+	case listExpr:
+		return len(x.elems) <= 1
+	case cond:
+		return atMostOne(x.t) && atMostOne(x.f)
+	}
+	return false
+}
+
+// asOptional is t (at most one operation) as an optional operation.
+func asOptional(t Expr) Expr {
+	switch x := t.(type) {
+	case listExpr:
+		if len(x.elems) == 0 {
+			return Method(Ident("optional"), "none")
+		}
+		return Method(Ident("optional"), "of", x.elems[0])
+	case cond:
+		return Cond(x.c, asOptional(x.t), asOptional(x.f))
+	}
+	panic("asOptional of more than one operation")
+}
+
+// listLike: can t be an element, or elements, of a list literal (a list literal, or at most one
+// operation chosen by conditions)?
+func listLike(t Expr) bool {
+	switch t.(type) {
+	case listExpr, optList:
+		return true
+	}
+	return atMostOne(t)
+}
+
+// optionalRuns turns each run of two or more list-like terms into one list literal, and folds
+// the operations of each literal that add into a node an earlier one adds (foldAdds).
+func optionalRuns(ts []Expr) []Expr {
+	var out []Expr
+	for i := 0; i < len(ts); {
+		j := i
+		for j < len(ts) && listLike(ts[j]) {
+			j++
+		}
+		if j-i < 2 {
+			if l, ok := ts[i].(listExpr); ok {
+				ts[i] = foldAdds(optList{elems: l.elems, opt: make([]bool, len(l.elems))}).plain()
+			}
+			out = append(out, ts[i])
+			i++
+			continue
+		}
+		var l optList
+		for _, t := range ts[i:j] {
+			switch x := t.(type) {
+			case listExpr:
+				l.elems = append(l.elems, x.elems...)
+				l.opt = append(l.opt, make([]bool, len(x.elems))...)
+			case optList:
+				l.elems, l.opt = append(l.elems, x.elems...), append(l.opt, x.opt...)
+			default:
+				l.elems, l.opt = append(l.elems, asOptional(t)), append(l.opt, true)
+			}
+		}
+		out = append(out, foldAdds(l).plain())
+		i = j
+	}
+	return out
+}
+
+// plain is l as a plain list literal when no element is optional.
+func (l optList) plain() Expr {
+	for _, o := range l.opt {
+		if o {
+			return l
+		}
+	}
+	return List(l.elems...)
+}
+
+// foldAdds folds each plain "add" operation whose path lies below the path of an earlier plain
+// "add" of an object literal into that literal, when nothing in between may touch that node:
+// [add /r {}, add /r/a {}, add /r/a/b v] is [add /r {"a": {"b": v}}]. JSON Patch applies them in
+// order, so the result is the same node; the API server charges one operation instead of three.
+func foldAdds(l optList) optList {
+	type op struct {
+		op        string
+		base, rel string // the path: a dynamic prefix (printed) and the static rest
+		value     Expr
+	}
+	ops := make([]*op, len(l.elems))
+	keep := make([]bool, len(l.elems))
+	for i, e := range l.elems {
+		keep[i] = true
+		if !l.opt[i] {
+			if o, base, rel, value, ok := readOp(e); ok {
+				ops[i] = &op{o, base, rel, value}
+			}
+		}
+	}
+	changed := false
+	for k := range l.elems {
+		ak := ops[k]
+		if ak == nil || ak.op != "add" {
+			continue
+		}
+		for j := k - 1; j >= 0; j-- {
+			if !keep[j] {
+				continue
+			}
+			aj := ops[j]
+			if aj == nil || aj.base != ak.base {
+				break // an optional, computed or differently based operation: keep the order
+			}
+			if !strings.HasPrefix(ak.rel, aj.rel) && !strings.HasPrefix(aj.rel, ak.rel) {
+				continue // disjoint nodes
+			}
+			m, isMap := aj.value.(mapExpr)
+			if aj.op == "add" && isMap && strings.HasPrefix(ak.rel, aj.rel+"/") {
+				if nv, ok := setIn(m, strings.Split(ak.rel[len(aj.rel)+1:], "/"), ak.value); ok {
+					aj.value = nv
+					l.elems[j] = withValue(l.elems[j], nv)
+					keep[k] = false
+					changed = true
+				}
+			}
+			break
+		}
+	}
+	if !changed {
+		return l
+	}
+	var out optList
+	for i := range l.elems {
+		if keep[i] {
+			out.elems, out.opt = append(out.elems, l.elems[i]), append(out.opt, l.opt[i])
+		}
+	}
+	return out
+}
+
+// readOp reads a JSONPatch{op, path, value} literal whose op is a string and whose path ends in a
+// static string: path = base + rel.
+func readOp(e Expr) (op, base, rel string, value Expr, ok bool) {
+	o, isObj := e.(object)
+	if !isObj || o.typeName != "JSONPatch" || len(o.fields) != 3 || o.fields[0] != "op" || o.fields[1] != "path" || o.fields[2] != "value" {
+		return "", "", "", nil, false
+	}
+	op, ok = strValue(o.vals[0])
+	if !ok {
+		return "", "", "", nil, false
+	}
+	switch p := o.vals[1].(type) {
+	case binary:
+		if p.op != "+" {
+			return "", "", "", nil, false
+		}
+		rel, ok = strValue(p.r)
+		base = String(p.l)
+	default:
+		rel, ok = strValue(p)
+	}
+	return op, base, rel, o.vals[2], ok
+}
+
+func strValue(e Expr) (string, bool) {
+	l, ok := e.(lit)
+	if !ok || !strings.HasPrefix(l.text, `"`) {
+		return "", false
+	}
+	s, err := strconv.Unquote(l.text)
+	return s, err == nil
+}
+
+// setIn sets the member at the JSON pointer tokens below m to v (creating nothing: every node
+// but the last must be an object literal there already), with every value of a changed literal
+// as dyn() (map literals must have one value type).
+func setIn(m mapExpr, tokens []string, v Expr) (mapExpr, bool) {
+	key := strings.ReplaceAll(strings.ReplaceAll(tokens[0], "~1", "/"), "~0", "~")
+	if tokens[0] == "-" {
+		return m, false
+	}
+	idx := -1
+	for i, k := range m.keys {
+		s, ok := strValue(k)
+		if !ok {
+			return m, false // a computed key might be this one
+		}
+		if s == key {
+			idx = i
+		}
+	}
+	if len(tokens) > 1 {
+		if idx < 0 {
+			return m, false
+		}
+		child, ok := undyn(m.vals[idx]).(mapExpr)
+		if !ok {
+			return m, false
+		}
+		nc, ok := setIn(child, tokens[1:], v)
+		if !ok {
+			return m, false
+		}
+		v = nc
+	}
+	keys := append([]Expr(nil), m.keys...)
+	vals := append([]Expr(nil), m.vals...)
+	if idx < 0 {
+		keys, vals = append(keys, Str(key)), append(vals, v)
+	} else {
+		vals[idx] = v
+	}
+	for i := range vals {
+		vals[i] = Call("dyn", undyn(vals[i]))
+	}
+	return mapExpr{keys, vals}, true
+}
+
+func undyn(e Expr) Expr {
+	if c, ok := e.(call); ok && c.target == nil && c.fn == "dyn" && len(c.args) == 1 {
+		return c.args[0]
+	}
+	return e
+}
+
+// withValue is the JSONPatch literal e with another value.
+func withValue(e Expr, v Expr) Expr {
+	o := e.(object)
+	vals := append([]Expr(nil), o.vals...)
+	vals[2] = v
+	return object{typeName: o.typeName, fields: o.fields, vals: vals, pre: o.pre}
+}
+
+// join is the concatenation of ts ([] when there are none).
+func join(ts []Expr) Expr {
+	if len(ts) == 0 {
+		return emptyList
+	}
+	e := ts[0]
+	for _, t := range ts[1:] {
+		e = Bin("+", e, t)
+	}
+	return e
+}

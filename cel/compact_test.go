@@ -1,0 +1,53 @@
+package cel
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+func addOp(path string, v Expr) Expr { return patchOp("add", ptr{[]Expr{strLit{path}}}, v) }
+
+func opOf(op, path string) Expr { return patchOp(op, ptr{[]Expr{strLit{path}}}, Str("x")) }
+
+// TestCompact: the rewrites of Compact, each on the smallest expression that shows it, and the
+// orders it must keep.
+func TestCompact(t *testing.T) {
+	env := NewEnv(version.MajorMinor(1, 37))
+	x, y := Ident("x"), Ident("y")
+	pre := func(path string) Expr { return List(preOp(ptr{[]Expr{strLit{path}}})) }
+	cases := []struct {
+		name string
+		in   []Expr
+		want string
+	}{
+		{"one test for parts under one condition",
+			[]Expr{Cond(x, List(addOp("/a", Str("1"))), emptyList), Cond(x, emptyList, List(addOp("/b", Str("2"))))},
+			`x ? [JSONPatch{op: "add", path: "/a", value: "1"}] : [JSONPatch{op: "add", path: "/b", value: "2"}]`},
+		{"runs of at most one operation in one list literal",
+			[]Expr{Cond(x, List(addOp("/a", Str("1"))), emptyList), List(addOp("/b", Str("2"))), Cond(y, emptyList, List(addOp("/c", Str("3"))))},
+			`[?x ? optional.of(JSONPatch{op: "add", path: "/a", value: "1"}) : optional.none(), JSONPatch{op: "add", path: "/b", value: "2"}, ?y ? optional.none() : optional.of(JSONPatch{op: "add", path: "/c", value: "3"})]`},
+		{"adds below an added object folded into it",
+			[]Expr{List(addOp("/r", Map(nil, nil)), addOp("/r/a", Map(nil, nil)), addOp("/r/a/b~1c", Str("v")), addOp("/s", Str("w")))},
+			`[JSONPatch{op: "add", path: "/r", value: {"a": dyn({"b/c": dyn("v")})}}, JSONPatch{op: "add", path: "/s", value: "w"}]`},
+		{"no fold across an operation on the same node",
+			[]Expr{List(addOp("/r", Map(nil, nil)), opOf("remove", "/r/a"), addOp("/r/a", Str("v")))},
+			`[JSONPatch{op: "add", path: "/r", value: {}}, JSONPatch{op: "remove", path: "/r/a", value: "x"}, JSONPatch{op: "add", path: "/r/a", value: "v"}]`},
+		{"a part stays after the shared creation it relies on",
+			[]Expr{Cond(x, emptyList, pre("/r")), Cond(y, emptyList, pre("/s")), Cond(x, List(addOp("/s/k", Str("1"))), emptyList)},
+			`[?x ? optional.none() : optional.of(JSONPatch{op: "add", path: "/r", value: {}}), ?y ? optional.none() : optional.of(JSONPatch{op: "add", path: "/s", value: {}}), ?x ? optional.of(JSONPatch{op: "add", path: "/s/k", value: "1"}) : optional.none()]`},
+		{"a part moves before a shared creation it does not rely on",
+			[]Expr{Cond(x, emptyList, pre("/r")), Cond(y, emptyList, pre("/s")), Cond(x, List(addOp("/t/k", Str("1"))), emptyList)},
+			`[?x ? optional.of(JSONPatch{op: "add", path: "/t/k", value: "1"}) : optional.of(JSONPatch{op: "add", path: "/r", value: {}}), ?y ? optional.none() : optional.of(JSONPatch{op: "add", path: "/s", value: {}})]`},
+	}
+	for _, c := range cases {
+		got, err := env.Print(join(CompactTerms(c.in)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got = strings.Join(strings.Fields(got), " "); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}

@@ -103,21 +103,30 @@ func Compile(docs []*source.Document) *Result {
 	}
 	// Gatekeeper skips every mutator whose location disagrees with another's about the shape of
 	// the object (a field used as an object by one and a list by another). Refuse them all.
+	//
+	// A mutator whose path only runs through a node others disagree about is skipped or not
+	// depending on the order Gatekeeper loaded them: its DB marks a mutator when it is upserted
+	// into a conflict, and does not revisit one upserted before (Upsert vs GetConflicts in
+	// pkg/mutation/schema). Refuse it too rather than guess the order.
 	for _, a := range all {
 		id := a.d.Mutator.ID()
-		if !db.HasConflicts(id) {
+		others := db.GetConflicts(id)
+		if !db.HasConflicts(id) && len(others) == 0 {
 			res.Mutations = append(res.Mutations, a.m)
 			continue
 		}
 		var names []string
-		for cid := range db.GetConflicts(id) {
+		for cid := range others {
 			if cid != id {
 				names = append(names, cid.Kind+"/"+cid.Name)
 			}
 		}
 		sort.Strings(names)
-		res.Problems = append(res.Problems, &Problem{File: a.doc.File, Line: a.doc.LineOf("spec", "location"), Object: a.m.Source.String(), Field: "spec.location",
-			Msg: fmt.Sprintf("conflicts with %s about the type of a path element (object or list); Gatekeeper skips all conflicting mutators, so no policy can reproduce it: make the locations agree", strings.Join(names, ", "))})
+		msg := fmt.Sprintf("conflicts with %s about the type of a path element (object or list); Gatekeeper skips all conflicting mutators, so no policy can reproduce it: make the locations agree", strings.Join(names, ", "))
+		if !others[id] {
+			msg = fmt.Sprintf("its location runs through a path element that %s disagree about (object or list); Gatekeeper skips this mutator or not depending on the order it loaded them, so no policy can reproduce it: make the locations agree", strings.Join(names, " and "))
+		}
+		res.Problems = append(res.Problems, &Problem{File: a.doc.File, Line: a.doc.LineOf("spec", "location"), Object: a.m.Source.String(), Field: "spec.location", Msg: msg})
 	}
 	sort.SliceStable(res.Mutations, func(i, j int) bool { return res.Mutations[i].SortKey < res.Mutations[j].SortKey })
 	return res

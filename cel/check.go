@@ -66,8 +66,8 @@ func (e *Env) celEnv() (*celgo.Env, error) {
 }
 
 // Print renders the tree as CEL text in canonical form: cel-go's unparser prints the syntax tree
-// that cel-go's parser makes of the expression (TestPrintMatchesParser checks it against
-// printParsed, which parses the printed text with the environment's parser and macros), so that
+// that cel-go's parser makes of the expression (TestPrintMatchesParser and SelfCheck check it
+// against printParsed, which parses the printed text with the environment's parser and macros), so that
 // what is emitted is exactly what the API server will parse.
 func (e *Env) Print(x Expr) (string, error) {
 	b := astBuilder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil)}
@@ -76,7 +76,7 @@ func (e *Env) Print(x Expr) (string, error) {
 		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)
 	}
 	out, err := unparse(tree, b.info)
-	if err == nil && verifyPrinting.Load() {
+	if err == nil && selfCheck.Load() {
 		parsed, perr := e.printParsed(x)
 		if perr != nil {
 			return "", perr
@@ -88,11 +88,16 @@ func (e *Env) Print(x Expr) (string, error) {
 	return out, err
 }
 
-var verifyPrinting atomic.Bool
+var selfCheck atomic.Bool
 
-// VerifyPrinting makes every Print also parse the expression's text and print that, and fail
-// when the two differ. Tests turn it on for everything they compile.
-func VerifyPrinting(on bool) { verifyPrinting.Store(on) }
+// SelfCheck turns on checks too slow for every compile, which tests turn on for everything they
+// compile: every Print also parses the expression's text and prints that, and fails when the two
+// differ; and the compiler type-checks each fused expression whole as well as part by part (see
+// SelfChecking).
+func SelfCheck(on bool) { selfCheck.Store(on) }
+
+// SelfChecking reports whether SelfCheck is on.
+func SelfChecking() bool { return selfCheck.Load() }
 
 // unparse prints a tree, wrapping long expressions after && and || so that they read well as
 // YAML block scalars.

@@ -232,6 +232,11 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 			return "", err
 		}
 	}
+	if cel.SelfChecking() {
+		if err := check(whole); err != nil {
+			return "", fmt.Errorf("the compacted expression does not compile although its parts do: %v", err)
+		}
+	}
 	return p.env.Print(whole)
 }
 
@@ -318,13 +323,21 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 		}
 	}
 	// Parts looping over the same list share one comprehension (each still guarded as before),
-	// and parts under one condition test it once (cel.Compact).
-	parts = cel.CompactTerms(cel.MergeLoops(parts, env.Features()))
+	// and parts under one condition test it once (cel.Compact). The parts returned for checking
+	// are those before compaction, which keep their shapes from batch to batch (see
+	// cel.Shape); compaction only regroups lists of operations and writes an operation as an
+	// optional element or a member of an added object, which keeps every part's type.
+	// cel.SelfCheck (on in tests) checks the compacted expression whole as well.
+	parts = cel.MergeLoops(parts, env.Features())
 	if len(parts) == 0 {
 		return e, parts, nil
 	}
-	e = parts[0]
-	for _, p := range parts[1:] {
+	compacted := cel.CompactTerms(parts)
+	if len(compacted) == 0 {
+		compacted = parts // nothing but empty lists: keep the parts, which the API server accepts
+	}
+	e = compacted[0]
+	for _, p := range compacted[1:] {
 		e = cel.Bin("+", e, p)
 	}
 	return e, parts, nil

@@ -11,10 +11,10 @@ import (
 
 // TestMain silences the API server code's logging (klog), which the in-process evaluator would
 // otherwise print for every policy set it loads, and checks every printed expression against
-// cel-go's parser (cel.VerifyPrinting).
+// cel-go's parser and checks fused expressions whole (cel.SelfCheck).
 func TestMain(m *testing.M) {
 	quiet.Klog()
-	cel.VerifyPrinting(true)
+	cel.SelfCheck(true)
 	flag.Parse()
 	os.Exit(m.Run())
 }

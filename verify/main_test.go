@@ -10,10 +10,10 @@ import (
 )
 
 // TestMain silences klog and checks every expression the generated cases compile to against
-// cel-go's parser (cel.VerifyPrinting).
+// cel-go's parser and checks fused expressions whole (cel.SelfCheck).
 func TestMain(m *testing.M) {
 	quiet.Klog()
-	cel.VerifyPrinting(true)
+	cel.SelfCheck(true)
 	flag.Parse()
 	os.Exit(m.Run())
 }

@@ -41,26 +41,29 @@ func compilePolicy(policy *v1.MutatingAdmissionPolicy) mutating.PolicyEvaluator 
 		for i := range matchConditions {
 			matchExpressionAccessors[i] = (*matchconditions.MatchCondition)(&matchConditions[i])
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(matchExpressionAccessors, opts, environment.StoredExpressions), policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
+		conditions := &meteredConditions{compiler.CompileCondition(matchExpressionAccessors, opts, environment.StoredExpressions), policy.Name}
+		matcher = matchconditions.NewMatcher(conditions, policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
 	}
 
 	// Compiler patchers
 	var patchers []patch.Patcher
 	patchOptions := opts
 	patchOptions.HasPatchTypes = true
-	for _, m := range policy.Spec.Mutations {
+	// (mapc: each evaluator is wrapped to record its cost when the context asks for it; see
+	// CostRecord.)
+	for i, m := range policy.Spec.Mutations {
 		switch m.PatchType {
 		case v1.PatchTypeJSONPatch:
 			if m.JSONPatch != nil {
 				accessor := &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}
 				compileResult := compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)
-				patchers = append(patchers, patch.NewJSONPatcher(compileResult))
+				patchers = append(patchers, patch.NewJSONPatcher(&meteredMutation{compileResult, policy.Name, i}))
 			}
 		case v1.PatchTypeApplyConfiguration:
 			if m.ApplyConfiguration != nil {
 				accessor := &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}
 				compileResult := compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)
-				patchers = append(patchers, patch.NewApplyConfigurationPatcher(compileResult))
+				patchers = append(patchers, patch.NewApplyConfigurationPatcher(&meteredMutation{compileResult, policy.Name, i}))
 			}
 		}
 	}

@@ -1,15 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
+	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/quiet"
+	"github.com/mapc-dev/mapc/suite"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -19,6 +27,12 @@ func newExplainCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "explain -f PATH [-f PATH]...",
 		Short: "Show the plan: which mutators share a policy, why, in what order and how many rounds",
+		Long: `Show the plan: which mutators share a policy, why, in what order and how many rounds,
+and the installation context. Objects given with -f (anything that is not a mutator, a Gatekeeper
+Config or a policy; Namespaces are also looked up by namespace selectors) are admitted through
+the API server's MutatingAdmissionPolicy code in process, and explain reports, for each policy's
+match conditions and each mutation, the largest CEL runtime cost an object took against the API
+server's limits (1,000,000 per expression, 2,500,000 for a policy's match conditions).`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -32,6 +46,9 @@ func newExplainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if output != "text" && output != "json" {
+				return usageErr("--output %q: use text or json", output)
+			}
 			docs, err := source.ReadPaths(files, cmd.InOrStdin())
 			if err != nil {
 				return &exitError{code: 1, err: err}
@@ -40,17 +57,32 @@ func newExplainCmd() *cobra.Command {
 			if err := install.apply(&opts); err != nil {
 				return err
 			}
-			out := compiler.Compile(docs, opts)
+			var mutDocs, objDocs []*source.Document
+			for _, d := range docs {
+				group := d.Object.GroupVersionKind().Group
+				switch {
+				case compiler.IsConfig(d) || gatekeeper.IsMutator(d.Object) || group == gatekeeper.Group || strings.HasSuffix(group, ".gatekeeper.sh"):
+					mutDocs = append(mutDocs, d)
+				case !suite.IsPolicy(d.Object):
+					objDocs = append(objDocs, d)
+				}
+			}
+			out := compiler.Compile(mutDocs, opts)
 			for _, p := range out.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), p.Error())
 			}
+			var costs []explainedCost
+			if len(objDocs) > 0 && len(out.Problems) == 0 {
+				quiet.Klog()
+				if costs, err = measureCosts(cmd, out, opts.CRDs, docs, objDocs); err != nil {
+					return err
+				}
+			}
 			switch output {
 			case "json":
-				err = explainJSON(cmd.OutOrStdout(), out)
+				err = explainJSON(cmd.OutOrStdout(), out, costs)
 			case "text":
-				explainText(cmd.OutOrStdout(), out)
-			default:
-				return usageErr("--output %q: use text or json", output)
+				explainText(cmd.OutOrStdout(), out, costs)
 			}
 			if err != nil {
 				return &exitError{code: 1, err: err}
@@ -61,7 +93,7 @@ func newExplainCmd() *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - for stdin; repeatable")
+	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - for stdin; repeatable: mutators, a Gatekeeper Config, and objects to measure the policies' CEL cost on")
 	c.Flags().StringVar(&kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version")
 	c.Flags().StringVar(&output, "output", "text", "text or json")
 	install.add(c.Flags())
@@ -104,9 +136,81 @@ func explained(out *compiler.Output) []explainedGroup {
 	return gs
 }
 
-func explainJSON(w io.Writer, out *compiler.Output) error {
-	data, err := json.MarshalIndent(map[string]any{"groups": explained(out),
-		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}, "", "  ")
+// explainedCost is the largest CEL runtime cost one expression of a policy took on the objects.
+type explainedCost struct {
+	Policy     string `json:"policy"`
+	Expression string `json:"expression"` // mutations[i] or matchConditions
+	PatchType  string `json:"patchType,omitempty"`
+	Max        int64  `json:"maxCost"`
+	Object     string `json:"object"` // the object that took it
+	Limit      int64  `json:"limit"`
+}
+
+// measureCosts admits every object through the compiled policies, in the order emitted, and
+// keeps the largest cost of each expression.
+func measureCosts(cmd *cobra.Command, out *compiler.Output, crds []*apiextensionsv1.CustomResourceDefinition, docs, objDocs []*source.Document) ([]explainedCost, error) {
+	nss, err := readNamespaces(cmd, nil, docs)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	objects, err := inRequestNamespace(ctx, objDocs)
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	ev, err := admission.New(admission.Options{Namespaces: nss, CRDs: crds})
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	defer ev.Close()
+	var sets []admission.PolicySet
+	patchTypes := map[string]string{}
+	for _, p := range out.Policies {
+		sets = append(sets, suite.PolicySet(p))
+		for i, m := range p.Policy.Spec.Mutations {
+			patchTypes[fmt.Sprintf("%s/mutations[%d]", p.Policy.Name, i)] = string(m.PatchType)
+		}
+	}
+	byExpr := map[string]*explainedCost{}
+	var order []string
+	for _, obj := range objects {
+		rec := &admission.CostRecord{}
+		if _, err := ev.Admit(admission.WithCostRecord(ctx, rec), sets, admission.Request{Object: obj}); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: not admitted (%v); its CEL cost is not counted\n", suite.Identity(obj), err)
+			continue
+		}
+		for _, c := range rec.Costs() {
+			k := c.Policy + "/" + c.Expression
+			e, ok := byExpr[k]
+			if !ok {
+				limit := int64(celconfig.PerCallLimit)
+				if c.Expression == "matchConditions" {
+					limit = celconfig.RuntimeCELCostBudgetMatchConditions
+				}
+				e = &explainedCost{Policy: c.Policy, Expression: c.Expression, PatchType: patchTypes[k], Max: -1, Limit: limit}
+				byExpr[k] = e
+				order = append(order, k)
+			}
+			if c.Cost > e.Max {
+				e.Max, e.Object = c.Cost, suite.Identity(obj)
+			}
+		}
+	}
+	sort.Strings(order)
+	costs := make([]explainedCost, len(order))
+	for i, k := range order {
+		costs[i] = *byExpr[k]
+	}
+	return costs, nil
+}
+
+func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error {
+	doc := map[string]any{"groups": explained(out),
+		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}
+	if costs != nil {
+		doc["celCost"] = costs
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -114,7 +218,20 @@ func explainJSON(w io.Writer, out *compiler.Output) error {
 	return err
 }
 
-func explainText(w io.Writer, out *compiler.Output) {
+func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
+	defer func() {
+		if len(costs) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "CEL cost on the objects given (the largest per expression, as the API server counts it):\n")
+		for _, c := range costs {
+			what := c.Expression
+			if c.PatchType != "" {
+				what += " (" + c.PatchType + ")"
+			}
+			fmt.Fprintf(w, "  %s %s: %d on %s, %.2g%% of the limit %d\n", c.Policy, what, c.Max, c.Object, 100*float64(c.Max)/float64(c.Limit), c.Limit)
+		}
+	}()
 	if out.SkipsIgnoredNamespaces {
 		fmt.Fprintf(w, "installation: the bindings skip namespaces labelled %s (Gatekeeper's webhook is installed so)\n", compiler.IgnoreLabel)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -136,5 +137,43 @@ func TestReinvocationIfNeeded(t *testing.T) {
 	}
 	if code, _, errs = runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--reinvocation-policy", "Always"); code != 2 || !strings.Contains(errs, "IfNeeded") {
 		t.Errorf("a bad --reinvocation-policy: exit %d: %s", code, errs)
+	}
+}
+
+// TestExplainCELCost: with objects among -f, explain admits them through the API server's MAP
+// code and reports the largest CEL cost of each expression against the API server's limits.
+func TestExplainCELCost(t *testing.T) {
+	mutators, objects := "../../testdata/bench/realistic-20/mutators.yaml", "../../testdata/bench/objects"
+	code, out, errs := runCLI(t, "", "explain", "-f", mutators, "-f", objects, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		CELCost []struct {
+			Policy, Expression, PatchType, Object string
+			MaxCost, Limit                        int64
+		} `json:"celCost"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range doc.CELCost {
+		if c.Policy == "gatekeeper-pods" && c.Expression == "mutations[0]" {
+			found = true
+			// The 10-container Pod is the costliest; its cost is in the thousands (bench/README.md).
+			if c.PatchType != "JSONPatch" || c.Limit != 1000000 || c.MaxCost < 1000 || c.MaxCost > 100000 || !strings.HasPrefix(c.Object, "Pod/shop/checkout") {
+				t.Errorf("unexpected cost entry %+v", c)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no cost for gatekeeper-pods mutations[0]:\n%s", out)
+	}
+	if code, out, _ = runCLI(t, "", "explain", "-f", mutators, "-f", objects); code != 0 || !strings.Contains(out, "CEL cost on the objects given") {
+		t.Errorf("text output: exit %d\n%s", code, out)
+	}
+	if code, out, _ = runCLI(t, "", "explain", "-f", mutators, "--output", "json"); code != 0 || strings.Contains(out, "celCost") {
+		t.Errorf("no objects, no cost: exit %d\n%s", code, out)
 	}
 }

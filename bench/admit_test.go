@@ -29,7 +29,7 @@ type admitCase struct {
 	policies, mutations int
 	in                  *unstructured.Unstructured // the bench object, normalized
 	err                 error                      // why the engine could not be built (e.g. a refusal)
-	cost                struct{ CEL int64 } // runtime cost units, summed over every evaluation
+	cost                struct{ CEL int64 }        // runtime cost units, summed over every evaluation
 	costErr             error
 	allocs              int64
 	compile             time.Duration // for compiled policies

@@ -33,7 +33,7 @@ Config or a policy; Namespaces are also looked up by namespace selectors) are ad
 the API server's MutatingAdmissionPolicy code in process, and explain reports, for each policy's
 match conditions and each mutation, the largest CEL runtime cost an object took against the API
 server's limits (1,000,000 per expression, 2,500,000 for a policy's match conditions).`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
 				return usageErr("explain needs at least one -f PATH")

@@ -83,6 +83,9 @@ type Output struct {
 	// emitted for Groups[i] (nil when it was refused).
 	Groups   []*plan.Group
 	PolicyOf []*emit.Policy
+	// AlsoIn[i] lists the other policies group i runs in (fused layout: a group for every kind
+	// merged into kinds' policies, which its own policy then excludes).
+	AlsoIn [][]*emit.Policy
 	// ExcludedNamespaces is every namespace the policies skip (options and Config documents).
 	ExcludedNamespaces []string
 	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled IgnoreLabel.
@@ -226,11 +229,11 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			out.Policies = append(out.Policies, p)
 		}
 	} else {
-		policies, policyOf, err := compileFused(env, out.Groups, opts)
+		policies, policyOf, alsoIn, err := compileFused(env, out.Groups, opts)
 		if err != nil {
 			fail(err.m, err.err)
 		} else {
-			out.Policies, out.PolicyOf = policies, policyOf
+			out.Policies, out.PolicyOf, out.AlsoIn = policies, policyOf, alsoIn
 		}
 	}
 	sort.SliceStable(out.Problems, func(i, j int) bool { return problemLess(out.Problems[i], out.Problems[j]) })

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,13 +37,14 @@ type step struct {
 // mutations in Gatekeeper's order (groups never interact with each other, so their relative
 // order is free); consecutive steps that cannot affect each other are fused into one JSONPatch
 // expression, whose operations are all computed from the same object.
-func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, *mutationError) {
+func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
 	pr := printer{env}
 	fz := plan.NewFuser()
 	type bucket struct {
 		key    string
 		match  ir.Match
 		groups []int
+		own    int // groups[:own] are the bucket's own, the rest run for every kind (0: all own)
 	}
 	buckets := map[string]*bucket{}
 	var keys []string
@@ -58,10 +60,36 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		b.groups = append(b.groups, gi)
 	}
 	sort.Strings(keys)
+	// The groups for every kind (AssignMetadata, say) also run inside each kind's policy, and
+	// their own policy excludes those kinds' resources: an object of such a kind then gets one
+	// mutation instead of one per policy (each costs the API server a conversion of the whole
+	// object). Groups never interact, so they run in one expression as well as in two policies;
+	// each keeps its own guard.
+	wild := buckets["*"]
+	var excluded []admissionregistrationv1.NamedRuleWithOperations
+	if wild != nil && len(keys) > 1 {
+		for _, k := range keys {
+			if b := buckets[k]; b != wild {
+				var own []*ir.Mutation
+				for _, gi := range b.groups {
+					own = append(own, groups[gi].Mutations...)
+				}
+				b.match = unionMatch(own)
+				b.own = len(b.groups)
+				for _, gi := range wild.groups {
+					if mayMatchAny(groups[gi].Mutations, b.match.Rules) {
+						b.groups = append(b.groups, gi)
+					}
+				}
+			}
+		}
+	}
 	policyOf := make([]*emit.Policy, len(groups))
+	alsoIn := make([][]*emit.Policy, len(groups))
 	var policies []*emit.Policy
-	for _, k := range keys {
-		b := buckets[k]
+	var wildPolicy *emit.Policy
+	// build compiles a bucket into its policy (nil when nothing can be written).
+	build := func(b *bucket) (*emit.Policy, *mutationError) {
 		var seq []step
 		var srcs []ir.Source
 		guards := map[*ir.Mutation]cel.Expr{}
@@ -69,7 +97,9 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		for _, gi := range b.groups {
 			members = append(members, groups[gi].Mutations...)
 		}
-		b.match = unionMatch(members)
+		if b.own == 0 {
+			b.match = unionMatch(members)
+		}
 		rounds := 0
 		for _, gi := range b.groups {
 			g := groups[gi]
@@ -78,11 +108,11 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				srcs = append(srcs, m.Source)
 				guard, err := fullGuard(m)
 				if err != nil {
-					return nil, nil, &mutationError{m, err}
+					return nil, &mutationError{m, err}
 				}
 				ops, err := cel.JSONPatch(m, env.Features())
 				if err != nil {
-					return nil, nil, &mutationError{m, err}
+					return nil, &mutationError{m, err}
 				}
 				if cel.IsEmpty(ops) {
 					continue // it can never write anything
@@ -94,11 +124,11 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		// many steps and shared-node conditions use it.
 		vars, merr := guardVariables(pr, members, guards)
 		if merr != nil {
-			return nil, nil, merr
+			return nil, merr
 		}
 		checker, verr := env.WithVariables(vars)
 		if verr != nil {
-			return nil, nil, &mutationError{members[0], verr}
+			return nil, &mutationError{members[0], verr}
 		}
 		unitID := 0
 		for r := 0; r < rounds; r++ {
@@ -129,7 +159,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			if _, ok := size[st.m]; !ok {
 				ops, err := cel.JSONPatch(st.m, env.Features())
 				if err != nil {
-					return nil, nil, &mutationError{st.m, err}
+					return nil, &mutationError{st.m, err}
 				}
 				size[st.m] = len(cel.String(cel.Guarded(st.guard, ops)))
 			}
@@ -166,36 +196,123 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 			}
 			e, parts, err := fusedParts(env, batch)
 			if err != nil {
-				return nil, nil, &mutationError{batch[0].m, err}
+				return nil, &mutationError{batch[0].m, err}
 			}
 			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.CheckJSONPatchExpr)
 			if err != nil {
-				return nil, nil, &mutationError{batch[0].m, err}
+				return nil, &mutationError{batch[0].m, err}
 			}
 			muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: text})
 			i = j
 		}
 		if len(muts) == 0 {
-			continue
+			return nil, nil
 		}
 		sort.Slice(srcs, func(i, j int) bool { return srcs[i].Kind+"/"+srcs[i].Name < srcs[j].Kind+"/"+srcs[j].Name })
 		conds, err := installConditions(env, opts)
 		if err != nil {
-			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
+			return nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}
 		p, err := emit.NewPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, conds, muts, opts.emitOptions())
 		if err != nil {
-			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
-		}
-		for _, gi := range b.groups {
-			policyOf[gi] = p
+			return nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}
 		for _, v := range vars {
 			p.Policy.Spec.Variables = append(p.Policy.Spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
 		}
+		return p, nil
+	}
+	for _, k := range keys {
+		b := buckets[k]
+		var p *emit.Policy
+		merged := false
+		if b != wild && b.own > 0 && b.own < len(b.groups) {
+			// Keep the groups for every kind in this kind's policy only if that costs this
+			// kind's objects no mutation more than its own groups alone (they then skip the
+			// policy for every kind, and its mutations, altogether).
+			own := *b
+			own.groups = b.groups[:b.own]
+			alone, err := build(&own)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if wildPolicy != nil && len(wildPolicy.Policy.Spec.Mutations) <= maxMergedWild {
+				with, err := build(b)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				if with != nil && (alone == nil || len(with.Policy.Spec.Mutations) <= len(alone.Policy.Spec.Mutations)) {
+					p, merged = with, true
+				}
+			}
+			if !merged {
+				p, b.groups = alone, own.groups
+			}
+		} else {
+			var err *mutationError
+			if p, err = build(b); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if p == nil {
+			continue
+		}
+		for _, gi := range b.groups {
+			if policyOf[gi] == nil {
+				policyOf[gi] = p
+			} else {
+				alsoIn[gi] = append(alsoIn[gi], p)
+			}
+		}
+		if b == wild {
+			wildPolicy = p
+		} else if merged {
+			excluded = append(excluded, p.Policy.Spec.MatchConstraints.ResourceRules...)
+		}
 		policies = append(policies, p)
 	}
-	return policies, policyOf, nil
+	if wildPolicy != nil && len(excluded) > 0 {
+		wildPolicy.Policy.Spec.MatchConstraints.ExcludeResourceRules = excluded
+	}
+	return policies, policyOf, alsoIn, nil
+}
+
+// maxMergedWild bounds the mutations of the policy for every kind that compileFused tries to
+// merge into each kind's policy (a large one would rarely fit, and would be compiled again for
+// every kind).
+const maxMergedWild = 4
+
+// mayMatchAny: could a mutation of ms apply to a kind of rules (by its own kinds)?
+func mayMatchAny(ms []*ir.Mutation, rules []ir.Rule) bool {
+	for _, m := range ms {
+		for _, r := range rules {
+			if kindMayMatch(m.Match, r.Group, r.Kind) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func kindMayMatch(m ir.Match, group, kind string) bool {
+	if len(m.Rules) > 0 {
+		for _, r := range m.Rules {
+			if r.Group == group && r.Kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	if len(m.Kinds) == 0 {
+		return true
+	}
+	for _, k := range m.Kinds {
+		if (len(k.Groups) == 0 || slices.Contains(k.Groups, "*") || slices.Contains(k.Groups, group)) &&
+			(len(k.Kinds) == 0 || slices.Contains(k.Kinds, "*") || slices.Contains(k.Kinds, kind)) {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonPatchOfParts prints a fused expression and checks it part by part: each part is a

@@ -110,6 +110,9 @@ type explainedGroup struct {
 	// Together lists mutators computed in one expression because the API server defaults the
 	// object between mutations (see compiler/plan/defaults.go).
 	Together []string `json:"computedTogether,omitempty"`
+	// AlsoIn lists the kinds' policies a group for every kind also runs in; Policy then excludes
+	// those kinds' resources.
+	AlsoIn []string `json:"alsoIn,omitempty"`
 }
 
 type explainedInstall struct {
@@ -126,6 +129,11 @@ func explained(out *compiler.Output) []explainedGroup {
 		}
 		for _, m := range g.Mutations {
 			eg.Mutators = append(eg.Mutators, m.Source.String())
+		}
+		if i < len(out.AlsoIn) {
+			for _, p := range out.AlsoIn[i] {
+				eg.AlsoIn = append(eg.AlsoIn, p.Policy.Name)
+			}
 		}
 		if i < len(out.PolicyOf) && out.PolicyOf[i] != nil {
 			eg.Policy = out.PolicyOf[i].Policy.Name
@@ -196,7 +204,21 @@ func measureCosts(cmd *cobra.Command, out *compiler.Output, crds []*apiextension
 			}
 		}
 	}
-	sort.Strings(order)
+	// By policy, then match conditions and mutations in order.
+	rank := func(k string) (string, int) {
+		e := byExpr[k]
+		i := -1
+		fmt.Sscanf(e.Expression, "mutations[%d]", &i)
+		return e.Policy, i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		pa, ia := rank(order[a])
+		pb, ib := rank(order[b])
+		if pa != pb {
+			return pa < pb
+		}
+		return ia < ib
+	})
 	costs := make([]explainedCost, len(order))
 	for i, k := range order {
 		costs[i] = *byExpr[k]
@@ -239,9 +261,16 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		fmt.Fprintf(w, "installation: every policy skips the namespaces %s (Config, --exclude-namespaces)\n", strings.Join(out.ExcludedNamespaces, ", "))
 	}
 	for _, g := range explained(out) {
+		also := ""
+		if len(g.AlsoIn) > 0 {
+			also = fmt.Sprintf("; also computed in %s, whose kinds %s skips (one mutation less for their objects)", strings.Join(g.AlsoIn, ", "), g.Policy)
+		}
 		if len(g.Mutators) == 1 {
-			fmt.Fprintf(w, "%s: %s alone (interacts with no other mutator), %d mutation(s)\n", g.Policy, g.Mutators[0], g.Mutations)
+			fmt.Fprintf(w, "%s: %s alone (interacts with no other mutator), %d mutation(s)%s\n", g.Policy, g.Mutators[0], g.Mutations, also)
 			continue
+		}
+		if also != "" {
+			fmt.Fprintf(w, "%s: %s\n", g.Policy, strings.TrimPrefix(also, "; "))
 		}
 		fmt.Fprintf(w, "%s: %d mutators in Gatekeeper's order, %d round(s), %d mutation(s)\n", g.Policy, len(g.Mutators), g.Rounds, g.Mutations)
 		for _, m := range g.Mutators {

@@ -157,6 +157,10 @@ func TestExplainCELCost(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
+	// The AssignMetadata groups also run in the pods policy (one mutation per Pod).
+	if !strings.Contains(out, `"alsoIn": [`) || !strings.Contains(out, `"gatekeeper-pods"`) {
+		t.Errorf("explain does not say that the groups for every kind also run in gatekeeper-pods:\n%s", out)
+	}
 	found := false
 	for _, c := range doc.CELCost {
 		if c.Policy == "gatekeeper-pods" && c.Expression == "mutations[0]" {

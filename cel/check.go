@@ -66,9 +66,9 @@ func (e *Env) celEnv() (*celgo.Env, error) {
 }
 
 // Print renders the tree as CEL text in canonical form: cel-go's unparser prints the syntax tree
-// that cel-go's parser makes of the expression (TestPrintMatchesParser and SelfCheck check it
-// against printParsed, which parses the printed text with the environment's parser and macros), so that
-// what is emitted is exactly what the API server will parse.
+// that cel-go's parser makes of the expression (TestPrintMatchesParser and SelfCheck compare it
+// with printParsed, which parses the text with the environment's parser and macros), so that what
+// is emitted is exactly what the API server will parse.
 func (e *Env) Print(x Expr) (string, error) {
 	b := astBuilder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil)}
 	tree, err := b.build(x)

@@ -18,19 +18,18 @@ var binaryOps = map[string]string{
 	"&&": operators.LogicalAnd, "||": operators.LogicalOr, "in": operators.In,
 }
 
-// toAST builds the cel-go syntax tree that parsing String(e) gives, with macros (has, all,
-// exists, map, filter, cel.bind) left as the calls they are written as, which is how the
-// unparser prints a macro. TestPrintMatchesParser checks that Print gives exactly the text of
-// parsing and unparsing.
+// astBuilder builds the cel-go syntax tree that parsing String(e) gives, a macro (has, all,
+// exists, map, filter, transformList, ...) as the node the parser expands it to, with the call
+// recorded in the source info, which is how the unparser prints a macro. TestPrintMatchesParser
+// and SelfCheck check that Print gives exactly the text of parsing and unparsing.
 type astBuilder struct {
 	fac  ast.ExprFactory
 	info *ast.SourceInfo
 	id   int64
 }
 
-// isMacro says whether cel-go's parser expands a call of fn with n arguments (on a target or
-// not) as a macro of the API server's environment: has, the comprehensions (one and two
-// variables) and cel.bind.
+// isMacro says whether cel-go's parser expands the call as a macro of the API server's
+// environment: has, and the comprehensions over one and two variables.
 func isMacro(c call) bool {
 	n := len(c.args)
 	if c.target == nil {
@@ -43,9 +42,6 @@ func isMacro(c call) bool {
 		return n == 3 || n == 4
 	case "optMap", "optFlatMap":
 		return n == 2
-	case "bind":
-		t, ok := c.target.(ident)
-		return ok && t.name == "cel" && n == 3
 	}
 	return false
 }

@@ -324,6 +324,9 @@ func foldAdds(l optList) optList {
 		base, rel string // the path: a dynamic prefix (printed) and the static rest
 		value     Expr
 	}
+	// The elements may be shared with other trees (expressions are values built once and used in
+	// several places): never change l's own slice.
+	l.elems = append([]Expr(nil), l.elems...)
 	ops := make([]*op, len(l.elems))
 	keep := make([]bool, len(l.elems))
 	for i, e := range l.elems {

@@ -140,6 +140,17 @@ var podSpecRoots = map[string]path{
 	"batch/CronJob":          ph(fs("spec"), fs("jobTemplate"), fs("spec"), fs("template"), fs("spec")),
 }
 
+// podSpecSources[kind][i] is podSpecRules[i].source below the kind's pod spec, joined once.
+var podSpecSources = func() map[string][]path {
+	out := map[string][]path{}
+	for k, root := range podSpecRoots {
+		for _, r := range podSpecRules {
+			out[k] = append(out[k], join(root, r.source))
+		}
+	}
+	return out
+}()
+
 // defaulted is a field the API server may fill after a mutation, and why.
 type defaulted struct {
 	at  path
@@ -179,8 +190,7 @@ func (fp *footprint) defaultsAfter() []defaulted {
 			out = append(out, defaulted{d, why})
 		}
 	}
-	try := func(r defaultRule, root path) {
-		src := join(root, r.source)
+	try := func(r defaultRule, root, src path) {
 		for _, w := range written {
 			if prefixOf(w, src) || r.below && prefixOf(src, w) {
 				for _, d := range r.derived {
@@ -204,17 +214,17 @@ func (fp *footprint) defaultsAfter() []defaulted {
 		if !applies(k) {
 			continue
 		}
-		for _, r := range podSpecRules {
+		for i, r := range podSpecRules {
 			if r.podOnly && k != "/Pod" {
 				continue
 			}
-			try(r, root)
+			try(r, root, podSpecSources[k][i])
 		}
 	}
 	for _, r := range absoluteRules {
 		for _, k := range r.kinds {
 			if applies(k) {
-				try(r, nil)
+				try(r, nil, r.source)
 				break
 			}
 		}

@@ -60,11 +60,12 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		b.groups = append(b.groups, gi)
 	}
 	sort.Strings(keys)
-	// The groups for every kind (AssignMetadata, say) also run inside each kind's policy, and
-	// their own policy excludes those kinds' resources: an object of such a kind then gets one
-	// mutation instead of one per policy (each costs the API server a conversion of the whole
+	// The groups for every kind (AssignMetadata, say) may also run inside a kind's policy, whose
+	// resources their own policy then excludes: an object of that kind goes through one policy's
+	// mutations instead of two (each mutation costs the API server a conversion of the whole
 	// object). Groups never interact, so they run in one expression as well as in two policies;
-	// each keeps its own guard.
+	// each keeps its own guard. Below, a kind's policy keeps them only when that adds it no
+	// mutation.
 	wild := buckets["*"]
 	var excluded []admissionregistrationv1.NamedRuleWithOperations
 	if wild != nil && len(keys) > 1 {

@@ -267,6 +267,7 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 	pr := printer{env}
 	var conds []emit.Condition
 	addCond := func(name string, e cel.Expr) error {
+		e = notNamespaceIfImpossible(m.Match, e)
 		if e == cel.True {
 			return nil
 		}
@@ -423,7 +424,17 @@ func fullGuard(m *ir.Mutation) (cel.Expr, error) {
 		return nil, err
 	}
 	parts = append(parts, ns)
-	return cel.And(parts...), nil
+	return notNamespaceIfImpossible(m.Match, cel.And(parts...)), nil
+}
+
+// notNamespaceIfImpossible simplifies e (a guard or match condition of a mutation with match m)
+// for requests that are not for Namespaces when m's kinds exclude Namespaces: e is then false for
+// a Namespace anyway (its kinds test fails) or never evaluated for one (the policy's rules).
+func notNamespaceIfImpossible(m ir.Match, e cel.Expr) cel.Expr {
+	if kindMayMatch(m, "", "Namespace") {
+		return e
+	}
+	return cel.AssumeNotNamespace(e)
 }
 
 func kindsGuard(m ir.Match) cel.Expr {

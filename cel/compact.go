@@ -12,15 +12,18 @@ import (
 // every presence test, index and comparison 1 (cel-go's runtime cost model). A fused expression is
 // a concatenation of one part per mutator, each a tree of presence tests whose leaves are [] or a
 // few operations; most leaves are [] on a given object, and consecutive parts repeat the same
-// tests. Compact rewrites a concatenation without changing the list it evaluates to, operation
-// by operation and in order:
+// tests. Compact rewrites a concatenation into one that gives the same object when its
+// operations are applied in order:
 //
 //   - (c ? a : b) + (c ? x : y) becomes c ? a + x : b + y (c is evaluated once; CEL has no side
-//     effects, and c fails or not alike);
+//     effects, and c fails or not alike); parts with the same first condition are grouped so,
+//     moving only past parts whose operations commute with theirs (see CompactTerms);
 //   - [] is dropped from a concatenation;
-//   - a run of two or more parts that each give at most one operation becomes one list literal
-//     with optional elements: (c ? [p] : []) + [q] + (d ? [] : [r]) becomes
-//     [?(c ? optional.of(p) : optional.none()), q, ?(d ? optional.none() : optional.of(r))].
+//   - a run of two or more parts that each give at most one operation (or a list literal)
+//     becomes one list literal with optional elements: (c ? [p] : []) + [q] + (d ? [] : [r])
+//     becomes [?(c ? optional.of(p) : optional.none()), q, ?(d ? optional.none() : optional.of(r))];
+//   - in a list literal, an "add" below the path of an earlier "add" of an object literal is
+//     folded into that literal when nothing in between touches the node (foldAdds).
 //
 // It descends into branches and into the bodies of transformList(...).flatten() loops.
 

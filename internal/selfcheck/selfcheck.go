@@ -1,0 +1,22 @@
+// Package selfcheck is the TestMain of the packages whose tests compile policies: it silences
+// the API server code's logging (klog), which the in-process evaluator would otherwise print for
+// every policy set it loads, and turns on cel.SelfCheck, so that every expression those tests
+// compile is also printed by way of cel-go's parser and every fused expression type-checked whole.
+package selfcheck
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/internal/quiet"
+)
+
+// Main runs the tests of m with those checks on.
+func Main(m *testing.M) {
+	quiet.Klog()
+	cel.SelfCheck(true)
+	flag.Parse()
+	os.Exit(m.Run())
+}

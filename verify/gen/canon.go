@@ -75,24 +75,6 @@ func canonical(t target, p path, v any) (out any, ok bool) {
 	return cur, true
 }
 
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
-}
-
 // nonEmpty is a fixed value of n that the API server keeps (not empty, not zero), for a canonical
 // case whose generated value it would drop.
 func nonEmpty(n *node, keyField, keyValue string) any {

@@ -27,6 +27,19 @@ type Env struct {
 	compiler plugincel.Compiler
 	envSet   *environment.EnvSet
 	shapes   shapeCache
+
+	macrosOnce sync.Once
+	macros     []celgo.Macro // the parser's macros, for printing (see astBuilder)
+}
+
+// parserMacros returns the macros of the environment's parser.
+func (e *Env) parserMacros() []celgo.Macro {
+	e.macrosOnce.Do(func() {
+		if env, err := e.celEnv(); err == nil {
+			e.macros = env.Macros()
+		}
+	})
+	return e.macros
 }
 
 var envs sync.Map // "1.34" -> *Env
@@ -70,7 +83,7 @@ func (e *Env) celEnv() (*celgo.Env, error) {
 // with printParsed, which parses the text with the environment's parser and macros), so that what
 // is emitted is exactly what the API server will parse.
 func (e *Env) Print(x Expr) (string, error) {
-	b := astBuilder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil)}
+	b := astBuilder{fac: ast.NewExprFactory(), info: ast.NewSourceInfo(nil), macros: e.parserMacros()}
 	tree, err := b.build(x)
 	if err != nil {
 		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)

@@ -3,7 +3,9 @@ package cel
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
+	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
@@ -23,25 +25,21 @@ var binaryOps = map[string]string{
 // recorded in the source info, which is how the unparser prints a macro. TestPrintMatchesParser
 // and SelfCheck check that Print gives exactly the text of parsing and unparsing.
 type astBuilder struct {
-	fac  ast.ExprFactory
-	info *ast.SourceInfo
-	id   int64
+	fac    ast.ExprFactory
+	info   *ast.SourceInfo
+	macros []celgo.Macro
+	id     int64
 }
 
-// isMacro says whether cel-go's parser expands the call as a macro of the API server's
-// environment: has, and the comprehensions over one and two variables.
-func isMacro(c call) bool {
-	n := len(c.args)
-	if c.target == nil {
-		return c.fn == "has" && n == 1
-	}
-	switch c.fn {
-	case "all", "exists", "exists_one", "existsOne", "filter", "map":
-		return n == 2 || n == 3
-	case "transformList", "transformMap", "transformMapEntry":
-		return n == 3 || n == 4
-	case "optMap", "optFlatMap":
-		return n == 2
+// isMacro says whether the environment's parser expands the call as a macro: one of its
+// macros has the call's name, argument count (or takes any) and style (on a target or not).
+// (A macro may still decline an unusual call, has() of something not a field say; this package
+// never writes those, and SelfCheck compares every printed expression with the parser's.)
+func (b *astBuilder) isMacro(c call) bool {
+	for _, m := range b.macros {
+		if m.Function() == c.fn && m.IsReceiverStyle() == (c.target != nil) && (strings.Contains(m.MacroKey(), ":*:") || m.ArgCount() == len(c.args)) {
+			return true
+		}
 	}
 	return false
 }
@@ -91,7 +89,7 @@ func (b *astBuilder) build(e Expr) (ast.Expr, error) {
 			}
 			c = b.fac.NewMemberCall(b.next(), x.fn, t, args...)
 		}
-		if !isMacro(x) {
+		if !b.isMacro(x) {
 			return c, nil
 		}
 		// The parser expands a macro into another node (a presence test, a comprehension) and

@@ -1,8 +1,6 @@
 package compiler_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,23 +11,9 @@ import (
 
 func compileFile(t *testing.T, paths ...string) []*emit.Policy {
 	t.Helper()
-	var docs []*source.Document
-	for _, p := range paths {
-		files, _ := filepath.Glob(filepath.Join(p, "*.yaml"))
-		if len(files) == 0 {
-			files = []string{p}
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ds, err := source.Parse(filepath.Base(f), data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs = append(docs, ds...)
-		}
+	docs, err := source.ReadPaths(paths, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	out := compiler.Compile(docs, compiler.Options{Layout: compiler.LayoutFused})
 	for _, p := range out.Problems {

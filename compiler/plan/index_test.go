@@ -2,8 +2,6 @@ package plan_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,6 +40,11 @@ func compileYAML(t *testing.T, name string, data []byte) []*ir.Mutation {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mutatorsOf(docs)
+}
+
+// mutatorsOf lowers the Gatekeeper mutators among docs (bench files hold objects too).
+func mutatorsOf(docs []*source.Document) []*ir.Mutation {
 	var keep []*source.Document
 	for _, d := range docs {
 		if gatekeeper.IsMutator(d.Object) {
@@ -73,19 +76,11 @@ func TestIndexFindsEveryInteraction(t *testing.T) {
 		sets[fmt.Sprintf("generated pool %d", pool)] = compileYAML(t, "pool.yaml", []byte(strings.Join(docs, "---\n")))
 	}
 	for _, f := range []string{"../../examples/gatekeeper", "../../testdata/bench/realistic-50/mutators.yaml"} {
-		var data []byte
-		files, _ := filepath.Glob(filepath.Join(f, "*.yaml"))
-		if len(files) == 0 {
-			files = []string{f}
+		docs, err := source.ReadPaths([]string{f}, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, file := range files {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data = append(append(data, b...), "\n---\n"...)
-		}
-		sets[f] = compileYAML(t, f, data)
+		sets[f] = mutatorsOf(docs)
 	}
 	// An object written whole above another mutator's field (found only looking down from it),
 	// defaults of a written limit read by a request default, appended containers, a field

@@ -30,6 +30,7 @@ type step struct {
 	guard cel.Expr // its complete match
 	round int
 	unit  int // steps with the same non-zero unit must be in one expression (see units)
+	group int // the group it belongs to (steps of different groups never interact)
 }
 
 // compileFused emits one policy per set of resources (groups whose rules are the same), with
@@ -147,14 +148,15 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 					}
 					for _, m := range u {
 						if _, ok := guards[m]; ok {
-							seq = append(seq, step{m: m, guard: guards[m], round: r, unit: id})
+							seq = append(seq, step{m: m, guard: guards[m], round: r, unit: id, group: gi})
 						}
 					}
 				}
 			}
 		}
-		// Fuse runs of consecutive, pairwise independent steps, keeping each expression well
-		// below the API server's limit on expression length.
+		// Fuse pairwise independent steps, keeping each expression well below the API server's
+		// limit on expression length: the steps are first reordered as far as their dependencies
+		// allow (schedule), then runs of consecutive fusable steps become one expression each.
 		size := map[*ir.Mutation]int{}
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
@@ -167,33 +169,25 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		}
 		var muts []emit.Mutation
 		checked := map[string]bool{}
-		// chunk is the steps from i that must stay together: one step, or one coupled unit.
-		chunk := func(i int) int {
-			j := i + 1
-			for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
-				j++
-			}
-			return j
-		}
-		for i := 0; i < len(seq); {
-			j := chunk(i)
-			batch := append([]step(nil), seq[i:j]...)
+		chunks := schedule(fz, seq)
+		for i := 0; i < len(chunks); {
+			batch := append([]step(nil), chunks[i]...)
 			total := 0
 			for _, s := range batch {
 				total += size[s.m]
 			}
-			for j < len(seq) {
-				k := chunk(j)
+			j := i + 1
+			for j < len(chunks) {
 				add := 0
-				for _, s := range seq[j:k] {
+				for _, s := range chunks[j] {
 					add += size[s.m]
 				}
-				if total+add > maxFusedLength || !allFusable(fz, batch, seq[j:k]) {
+				if total+add > maxFusedLength || !allFusable(fz, batch, chunks[j]) {
 					break
 				}
 				total += add
-				batch = append(batch, seq[j:k]...)
-				j = k
+				batch = append(batch, chunks[j]...)
+				j++
 			}
 			e, parts, err := fusedParts(env, batch)
 			if err != nil {
@@ -276,6 +270,46 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		wildPolicy.Policy.Spec.MatchConstraints.ExcludeResourceRules = excluded
 	}
 	return policies, policyOf, alsoIn, nil
+}
+
+// schedule splits seq into its chunks (one step, or the steps of one coupled unit, which must
+// stay together) and reorders them as far as dependencies allow, so that fusable steps end up
+// next to each other: each chunk is placed one layer after the last earlier chunk of its group
+// that it cannot be fused with (which it then must follow, as in seq), and the chunks are
+// emitted layer by layer, in seq's order within a layer. Every pair of chunks that do not
+// commute keeps its order, so the sequence computes what seq does; steps of different groups
+// never interact (plan.Plan), and only a group's own chunks are compared.
+func schedule(fz *plan.Fuser, seq []step) [][]step {
+	var chunks [][]step
+	for i := 0; i < len(seq); {
+		j := i + 1
+		for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
+			j++
+		}
+		chunks = append(chunks, seq[i:j])
+		i = j
+	}
+	layer := make([]int, len(chunks))
+	byGroup := map[int][]int{}
+	for c, ch := range chunks {
+		g := ch[0].group
+		for _, p := range byGroup[g] {
+			if layer[p] >= layer[c] && !allFusable(fz, chunks[p], ch) {
+				layer[c] = layer[p] + 1
+			}
+		}
+		byGroup[g] = append(byGroup[g], c)
+	}
+	order := make([]int, len(chunks))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return layer[order[a]] < layer[order[b]] })
+	out := make([][]step, len(chunks))
+	for i, c := range order {
+		out[i] = chunks[c]
+	}
+	return out
 }
 
 // maxMergedWild bounds the mutations of the policy for every kind that compileFused tries to

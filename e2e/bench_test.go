@@ -35,8 +35,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	mapcbench "github.com/mapc-dev/mapc/bench"
 	"github.com/mapc-dev/mapc/compiler"
 	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/reference/gatekeeper"
 )
@@ -62,13 +64,15 @@ type benchWorkload struct {
 	mutators string
 	objects  string
 	bench    string // key of the object whose creation is timed
+	expert   string // hand-written policies for the same mutations ("" if none)
 }
 
 // benchConfig is one way of mutating: nothing, Gatekeeper's webhook, or mapc's policies.
 type benchConfig struct {
 	name     string
-	policies []*emit.Policy // mapc's
-	webhook  bool           // Gatekeeper
+	policies []*emit.Policy             // mapc's
+	webhook  bool                       // Gatekeeper
+	expect   *unstructured.Unstructured // the stored object, when not Gatekeeper's result
 }
 
 type sample struct {
@@ -103,8 +107,10 @@ func TestBench(t *testing.T) {
 	n := envInt(EnvBenchN, 200)
 	rounds := envInt(EnvBenchRounds, 3)
 	workloads := []benchWorkload{
-		{name: "examples", mutators: examplesDir, objects: objectsDir, bench: "Pod/default/multi-container"},
-		{name: "realistic-20", mutators: filepath.Join(benchDir, "realistic-20", "mutators.yaml"), objects: filepath.Join(benchDir, "objects"), bench: "Pod/shop/checkout-7d9f8b6c5d-x2x4k"},
+		{name: "examples", mutators: examplesDir, objects: objectsDir, bench: "Pod/default/multi-container",
+			expert: filepath.Join(benchDir, "examples", "expert-policies.yaml")},
+		{name: "realistic-20", mutators: filepath.Join(benchDir, "realistic-20", "mutators.yaml"), objects: filepath.Join(benchDir, "objects"), bench: "Pod/shop/checkout-7d9f8b6c5d-x2x4k",
+			expert: filepath.Join(benchDir, "realistic-20", "expert-policies.yaml")},
 	}
 	var report []string
 	for _, wl := range workloads {
@@ -226,6 +232,60 @@ func runBench(t *testing.T, c *cluster, gk *gatekeeperProc, apiPID int, wl bench
 		configs = append(configs, benchConfig{name: fmt.Sprintf("mapc %s (%d MAPs)", layout, len(out.Policies)), policies: out.Policies})
 	}
 
+	// The hand-written baseline of make bench, which must store Gatekeeper's object too.
+	if wl.expert != "" {
+		sets, err := mapcbench.ReadPolicies(wl.expert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []*emit.Policy
+		for _, s := range sets {
+			if len(s.Bindings) != 1 {
+				t.Fatalf("%s: policy %s has %d bindings, want 1", wl.expert, s.Policy.Name, len(s.Bindings))
+			}
+			p := &emit.Policy{Policy: s.Policy.DeepCopy(), Binding: s.Bindings[0].DeepCopy()}
+			for _, m := range []*metav1.ObjectMeta{&p.Policy.ObjectMeta, &p.Binding.ObjectMeta} {
+				if m.Labels == nil {
+					m.Labels = map[string]string{}
+				}
+				m.Labels[emit.LabelManagedBy] = emit.ManagedByValue // so that unbind removes them
+			}
+			ps = append(ps, p)
+		}
+		configs = append(configs, benchConfig{name: fmt.Sprintf("hand-written (%d MAPs)", len(ps)), policies: ps})
+	}
+
+	// The floor: one policy with one mutation that adds one label, compiled from one
+	// AssignMetadata. Any policy that changes the object costs at least this much (the API server
+	// encodes, patches, decodes and defaults the whole object after a mutation, and recomputes
+	// its managed fields once admission changed it), so it bounds what fusing can reach.
+	floor := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "AssignMetadata",
+		"metadata": map[string]any{"name": "bench-floor"},
+		"spec": map[string]any{
+			"match":      map[string]any{"kinds": []any{map[string]any{"apiGroups": []any{bench.GroupVersionKind().Group}, "kinds": []any{bench.GetKind()}}}},
+			"location":   `metadata.labels."mapc.dev/bench-floor"`,
+			"parameters": map[string]any{"assign": map[string]any{"value": "1"}},
+		},
+	}}
+	floorOut := compiler.Compile([]*source.Document{{File: "bench-floor", Object: floor}}, compiler.Options{KubernetesVersion: c.version})
+	if len(floorOut.Problems) > 0 || len(floorOut.Policies) != 1 || len(floorOut.Policies[0].Policy.Spec.Mutations) != 1 {
+		t.Fatalf("the floor policy: %d policies, problems %v", len(floorOut.Policies), floorOut.Problems)
+	}
+	floorEngine, err := gatekeeper.New([]*unstructured.Unstructured{floor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floorGK, err := floorEngine.Admit(ctx, gatekeeper.Request{Object: presented.DeepCopy(), Namespace: nss[bench.GetNamespace()]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floorWant, err := c.create(ctx, podGVR, stripServerFields(floorGK), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs = append(configs, benchConfig{name: "floor: 1 MAP, 1 label", policies: floorOut.Policies, expect: floorWant})
+
 	results := map[string]map[string]*sample{} // config -> mode -> sample
 	for _, cfg := range configs {
 		results[cfg.name] = map[string]*sample{"seq": {}, "conc8": {}}
@@ -236,6 +296,9 @@ func runBench(t *testing.T, c *cluster, gk *gatekeeperProc, apiPID int, wl bench
 			expect := want
 			if cfg.policies == nil && !cfg.webhook {
 				expect = presented
+			}
+			if cfg.expect != nil {
+				expect = cfg.expect
 			}
 			enable(t, c, gk, cfg, podGVR, bench, expect)
 			// The stored object must be Gatekeeper's.

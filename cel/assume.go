@@ -18,7 +18,7 @@ func isLit(e Expr, text string) bool {
 func rewrite(e Expr, target string) Expr {
 	switch x := e.(type) {
 	case binary:
-		if x.op == "&&" && String(x) == target {
+		if x.op == "&&" && Len(x) == len(target) && String(x) == target {
 			return False
 		}
 		l, r := rewrite(x.l, target), rewrite(x.r, target)

@@ -215,7 +215,7 @@ func compactTerm(t Expr) Expr {
 	switch x := t.(type) {
 	case cond:
 		tt, ff := Compact(x.t), Compact(x.f)
-		if String(tt) == String(ff) {
+		if Len(tt) == Len(ff) && String(tt) == String(ff) { // (Len first: it allocates nothing)
 			return tt // both branches give the same list; c only chose between them
 		}
 		return cond{x.c, tt, ff}

@@ -27,9 +27,28 @@ type Expr interface {
 // a function, whose values the API server's environment validates (regular expressions,
 // durations, timestamps).
 type writer struct {
-	strings.Builder
+	sb     strings.Builder
 	shapes map[string]string
+	count  bool // only count the bytes (Len)
+	n      int
 }
+
+func (b *writer) WriteString(s string) {
+	b.n += len(s)
+	if !b.count {
+		b.sb.WriteString(s)
+	}
+}
+
+func (b *writer) WriteByte(c byte) error {
+	b.n++
+	if !b.count {
+		b.sb.WriteByte(c)
+	}
+	return nil
+}
+
+func (b *writer) String() string { return b.sb.String() }
 
 type (
 	lit   struct{ text string }
@@ -283,6 +302,13 @@ func String(e Expr) string {
 	var b writer
 	e.write(&b)
 	return b.String()
+}
+
+// Len is len(String(e)), without building the string.
+func Len(e Expr) int {
+	b := writer{count: true}
+	e.write(&b)
+	return b.n
 }
 
 // Shape prints e with its string literals abstracted (see writer): two expressions of one shape

@@ -38,3 +38,15 @@ func TestShape(t *testing.T) {
 		t.Error("a string condition was accepted")
 	}
 }
+
+// TestLen: Len counts exactly what String prints, shapes aside.
+func TestLen(t *testing.T) {
+	for _, e := range []Expr{
+		Bin("+", Str("a\"b"), Str("ü")),
+		Cond(Not(Bin("==", Field(Ident("object"), "x"), Int(-3))), List(Map([]Expr{Str("k")}, []Expr{Double(1.5)})), Method(Str("s"), "size")),
+	} {
+		if got, want := Len(e), len(String(e)); got != want {
+			t.Errorf("Len(%s) = %d, want %d", String(e), got, want)
+		}
+	}
+}

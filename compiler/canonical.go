@@ -21,7 +21,7 @@ import (
 //
 // Only built-in kinds are checked (their Go types are the schema); a value that does not fit the
 // type at all is refused too, as the API server would reject the patched object.
-func checkCanonical(m *ir.Mutation) error {
+func (sc schemaCache) checkCanonical(m *ir.Mutation) error {
 	var values []any
 	switch op := m.Op.(type) {
 	case ir.SetValue:
@@ -38,11 +38,11 @@ func checkCanonical(m *ir.Mutation) error {
 	}
 	for _, r := range m.Match.Rules {
 		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-		if !typed.Known(gvk) || outsideSchema(m, r) {
+		if !typed.Known(gvk) || sc.outsideSchema(m, r) {
 			continue
 		}
 		for _, v := range values {
-			stored, err := roundTrip(gvk, m.Path, v)
+			stored, err := sc.roundTrip(gvk, m.Path, v)
 			if err != nil {
 				return fmt.Errorf("the value does not fit %s at this location: %v", gvk.Kind, err)
 			}
@@ -75,7 +75,7 @@ func checkCanonical(m *ir.Mutation) error {
 // outsideSchema: is m's location a field r's kind does not have? The API server drops unknown
 // fields from what Gatekeeper's webhook returns, so Gatekeeper's write there changes nothing that
 // is stored (a MAP's JSONPatch, decoded strictly, would fail instead).
-func outsideSchema(m *ir.Mutation, r ir.Rule) bool {
+func (sc schemaCache) outsideSchema(m *ir.Mutation, r ir.Rule) bool {
 	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 	if !typed.Known(gvk) {
 		return false
@@ -84,13 +84,38 @@ func outsideSchema(m *ir.Mutation, r ir.Rule) bool {
 	if sv, ok := m.Op.(ir.SetValue); ok && sv.FromMetadata == "" {
 		v = sv.Value
 	}
-	_, err := roundTrip(gvk, m.Path, v)
+	_, err := sc.roundTrip(gvk, m.Path, v)
 	return err != nil && strings.Contains(err.Error(), "unknown field")
 }
 
+// schemaCache remembers roundTrip's results during one Compile: a mutator's value is
+// round-tripped up to three times (outsideSchema twice, checkCanonical), and many mutators share
+// kind, path and value. Not safe for concurrent use.
+type schemaCache map[string]roundTripResult
+
+type roundTripResult struct {
+	stored any
+	err    error
+}
+
 // roundTrip puts v at path in an otherwise empty object of kind gvk, passes it through the Go type
-// as the API server does, and returns what is at path afterwards (nil when it is gone).
-func roundTrip(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) {
+// as the API server does, and returns what is at path afterwards (nil when it is gone). The
+// result is shared: it must not be modified.
+func (sc schemaCache) roundTrip(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return roundTripOnce(gvk, path, v)
+	}
+	key := gvk.String() + "\x00" + fmt.Sprintf("%#v", path) + "\x00" + string(data)
+	if r, ok := sc[key]; ok {
+		return r.stored, r.err
+	}
+	stored, err := roundTripOnce(gvk, path, v)
+	sc[key] = roundTripResult{stored, err}
+	return stored, err
+}
+
+func roundTripOnce(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) {
 	root, ok := build(path, 0, v).(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("the location does not start with a field")

@@ -122,12 +122,13 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		out.Problems = append(out.Problems, err)
 	}
 	var ms []*ir.Mutation
+	sc := schemaCache{}
 	outside := map[*ir.Mutation][]ir.Rule{}
 	for _, m := range fe.Mutations {
 		// Kinds whose schema lacks the location: the API server drops Gatekeeper's write there.
 		var keep, drop []ir.Rule
 		for _, r := range m.Match.Rules {
-			if outsideSchema(m, r) {
+			if sc.outsideSchema(m, r) {
 				drop = append(drop, r)
 			} else {
 				keep = append(keep, r)
@@ -146,7 +147,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: not applied to %s: it has no field at the location (%s), so the API server drops what Gatekeeper writes there", m.Source.File, m.Source.Line, m.Source, strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path)))
 			m.Match.Rules = keep
 		}
-		if err := checkCanonical(m); err != nil {
+		if err := sc.checkCanonical(m); err != nil {
 			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: valueField(m), Msg: err.Error()})
 			continue
 		}
@@ -186,7 +187,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		out.Groups = plan.Plan(keep)
 		more := false
 		for _, g := range out.Groups {
-			for m, msg := range quirks(g) {
+			for m, msg := range sc.quirks(g) {
 				if !refused[m] {
 					refused[m], more = true, true
 					out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec", Msg: msg})

@@ -164,7 +164,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				if err != nil {
 					return nil, &mutationError{st.m, err}
 				}
-				size[st.m] = len(cel.String(cel.Guarded(st.guard, ops)))
+				size[st.m] = cel.Len(cel.Guarded(st.guard, ops))
 			}
 		}
 		var muts []emit.Mutation
@@ -189,7 +189,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				batch = append(batch, chunks[j]...)
 				j++
 			}
-			e, parts, err := fusedParts(env, batch)
+			e, parts, err := fusedParts(env, fz, batch)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
 			}
@@ -412,12 +412,12 @@ const maxFusedLength = 20000
 // nodes several of them would create (each once, empty), then every step's operations, all
 // computed from the same object.
 func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
-	e, _, err := fusedParts(env, batch)
+	e, _, err := fusedParts(env, plan.NewFuser(), batch)
 	return e, err
 }
 
 // fusedParts is fusedPatch, also returning the parts it concatenates.
-func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
+func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step) (cel.Expr, []cel.Expr, error) {
 	var parts []cel.Expr
 	ms := make([]*ir.Mutation, len(batch))
 	guardOf := map[*ir.Mutation]cel.Expr{}
@@ -425,7 +425,7 @@ func fusedParts(env *cel.Env, batch []step) (cel.Expr, []cel.Expr, error) {
 		ms[i] = s.m
 		guardOf[s.m] = s.guard
 	}
-	shared, assume := plan.SharedCreations(ms)
+	shared, assume := fz.SharedCreations(ms)
 	var e cel.Expr
 	if len(shared) > 0 {
 		nodes := make([]cel.SharedNode, len(shared))

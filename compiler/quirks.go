@@ -14,7 +14,7 @@ import (
 // quirks finds pairs of mutations in one group whose combined result in Gatekeeper depends on how
 // Gatekeeper holds values in memory during one admission request, which the API server (it
 // re-encodes the object after every mutation) cannot reproduce. Each problem names both.
-func quirks(g *plan.Group) map[*ir.Mutation]string {
+func (sc schemaCache) quirks(g *plan.Group) map[*ir.Mutation]string {
 	out := map[*ir.Mutation]string{}
 	for _, a := range g.Mutations {
 		for _, b := range g.Mutations {
@@ -37,7 +37,7 @@ func quirks(g *plan.Group) map[*ir.Mutation]string {
 				msg := fmt.Sprintf("%s assigns a value holding null, which Gatekeeper keeps as a present field within the request while the API server drops it, and %s looks below it: no policy can reproduce that; leave the field out of the value", a.Source, b.Source)
 				out[a], out[b] = msg, msg
 			}
-			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata != "" && testsExistence(b, a.Path) && dropsEmptyString(a) {
+			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata != "" && testsExistence(b, a.Path) && sc.dropsEmptyString(a) {
 				when := "an object created with generateName (a controller's Pods)"
 				if sv.FromMetadata == "namespace" {
 					when = "a cluster-scoped object"
@@ -217,13 +217,13 @@ func units(g *plan.Group) ([][]*ir.Mutation, map[*ir.Mutation]string) {
 
 // dropsEmptyString: would the API server drop an empty string written at m's location (an
 // omitempty field of a built-in kind)? Unknown kinds keep it.
-func dropsEmptyString(m *ir.Mutation) bool {
+func (sc schemaCache) dropsEmptyString(m *ir.Mutation) bool {
 	for _, r := range m.Match.Rules {
 		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 		if !typed.Known(gvk) {
 			continue
 		}
-		if stored, err := roundTrip(gvk, m.Path, ""); err == nil && stored == nil {
+		if stored, err := sc.roundTrip(gvk, m.Path, ""); err == nil && stored == nil {
 			return true
 		}
 	}

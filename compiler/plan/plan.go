@@ -602,6 +602,11 @@ type Shared struct {
 // two or more mutations of batch that at least one of them may create, and for each mutation
 // the depth up to which its path runs through such nodes.
 func SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutation]int) {
+	return NewFuser().SharedCreations(batch)
+}
+
+// SharedCreations is the package's SharedCreations, with the Fuser's footprints.
+func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutation]int) {
 	type node struct {
 		path     []ir.Step
 		creators map[*ir.Mutation]bool
@@ -611,7 +616,7 @@ func SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutation]int) {
 	var keys []string
 	key := func(p []ir.Step) string { return fmt.Sprintf("%#v", p) }
 	for _, m := range batch {
-		f := footprintOf(m)
+		f := z.footprint(m)
 		creates := map[int]bool{}
 		for _, c := range f.creates {
 			creates[len(c)] = true

@@ -95,6 +95,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		var seq []step
 		var srcs []ir.Source
 		guards := map[*ir.Mutation]cel.Expr{}
+		opsOf := map[*ir.Mutation]cel.Expr{} // each mutation's operations, unfused
 		var members []*ir.Mutation
 		for _, gi := range b.groups {
 			members = append(members, groups[gi].Mutations...)
@@ -119,7 +120,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				if cel.IsEmpty(ops) {
 					continue // it can never write anything
 				}
-				guards[m] = guard
+				guards[m], opsOf[m] = guard, ops
 			}
 		}
 		// Each distinct guard becomes a policy variable, evaluated once per expression however
@@ -160,11 +161,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 		size := map[*ir.Mutation]int{}
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
-				ops, err := cel.JSONPatch(st.m, env.Features())
-				if err != nil {
-					return nil, &mutationError{st.m, err}
-				}
-				size[st.m] = cel.Len(cel.Guarded(st.guard, ops))
+				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
 			}
 		}
 		var muts []emit.Mutation
@@ -189,7 +186,7 @@ func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Pol
 				batch = append(batch, chunks[j]...)
 				j++
 			}
-			e, parts, err := fusedParts(env, fz, batch)
+			e, parts, err := fusedParts(env, fz, batch, opsOf)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
 			}
@@ -412,12 +409,13 @@ const maxFusedLength = 20000
 // nodes several of them would create (each once, empty), then every step's operations, all
 // computed from the same object.
 func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
-	e, _, err := fusedParts(env, plan.NewFuser(), batch)
+	e, _, err := fusedParts(env, plan.NewFuser(), batch, nil)
 	return e, err
 }
 
-// fusedParts is fusedPatch, also returning the parts it concatenates.
-func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step) (cel.Expr, []cel.Expr, error) {
+// fusedParts is fusedPatch, also returning the parts it concatenates. opsOf, if not nil, holds
+// the steps' operations as cel.JSONPatch gives them (reused where no shared node is assumed).
+func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr) (cel.Expr, []cel.Expr, error) {
 	var parts []cel.Expr
 	ms := make([]*ir.Mutation, len(batch))
 	guardOf := map[*ir.Mutation]cel.Expr{}
@@ -460,9 +458,12 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step) (cel.Expr, []cel.Exp
 	byPath := append([]step(nil), batch...)
 	sort.SliceStable(byPath, func(i, j int) bool { return ir.PathString(byPath[i].m.Path) < ir.PathString(byPath[j].m.Path) })
 	for _, s := range byPath {
-		ops, err := cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m])
-		if err != nil {
-			return nil, nil, err
+		ops, ok := opsOf[s.m]
+		if !ok || assume[s.m] != 0 {
+			var err error
+			if ops, err = cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m]); err != nil {
+				return nil, nil, err
+			}
 		}
 		g := cel.Guarded(s.guard, ops)
 		if !cel.IsEmpty(g) {

@@ -123,6 +123,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	}
 	var ms []*ir.Mutation
 	sc := schemaCache{}
+	fz := plan.NewFuser() // footprints, computed once for planning and fusing
 	outside := map[*ir.Mutation][]ir.Rule{}
 	for _, m := range fe.Mutations {
 		// Kinds whose schema lacks the location: the API server drops Gatekeeper's write there.
@@ -184,7 +185,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 				keep = append(keep, m)
 			}
 		}
-		out.Groups = plan.Plan(keep)
+		out.Groups = fz.Plan(keep)
 		more := false
 		for _, g := range out.Groups {
 			for m, msg := range sc.quirks(g) {
@@ -230,7 +231,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			out.Policies = append(out.Policies, p)
 		}
 	} else {
-		policies, policyOf, alsoIn, err := compileFused(env, out.Groups, opts)
+		policies, policyOf, alsoIn, err := compileFused(env, fz, out.Groups, opts)
 		if err != nil {
 			fail(err.m, err.err)
 		} else {

@@ -38,9 +38,8 @@ type step struct {
 // mutations in Gatekeeper's order (groups never interact with each other, so their relative
 // order is free); consecutive steps that cannot affect each other are fused into one JSONPatch
 // expression, whose operations are all computed from the same object.
-func compileFused(env *cel.Env, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
+func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
 	pr := printer{env}
-	fz := plan.NewFuser()
 	type bucket struct {
 		key    string
 		match  ir.Match

@@ -33,10 +33,13 @@ type Group struct {
 }
 
 // Plan groups interacting mutations. ms must be in Gatekeeper's order (sorted by SortKey).
-func Plan(ms []*ir.Mutation) []*Group {
+func Plan(ms []*ir.Mutation) []*Group { return NewFuser().Plan(ms) }
+
+// Plan is the package's Plan, keeping the footprints for the Fuser's later questions.
+func (z *Fuser) Plan(ms []*ir.Mutation) []*Group {
 	fps := make([]*footprint, len(ms))
 	for i, m := range ms {
-		fps[i] = footprintOf(m)
+		fps[i] = z.footprint(m)
 	}
 	return plan(ms, fps, candidates(fps))
 }

@@ -201,6 +201,7 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 
 var (
 	compileSizes  = []int{100, 200, 500, 1000, 2000, 5000, 10000}
+	compileRuns   = 3                // per size and layout; the fastest counts
 	compileBudget = 60 * time.Second // a layout's series stops before a size predicted to take longer
 )
 
@@ -224,8 +225,8 @@ func predict(prevN int, prev time.Duration, n int, took time.Duration, next int)
 
 func reportCompile(t *testing.T, out io.Writer, sizes []int, budget time.Duration) bool {
 	ok := true
-	fmt.Fprintf(out, "\n3. Compile throughput: generated mutators (bench.Generate), source.Parse then compiler.Compile, one run each;\n"+
-		"   a layout stops before a size extrapolated to take over %s\n\n", budget)
+	fmt.Fprintf(out, "\n3. Compile throughput: generated mutators (bench.Generate), source.Parse then compiler.Compile, the best of %d runs;\n"+
+		"   a layout stops before a size extrapolated to take over %s\n\n", compileRuns, budget)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mutators\tlayout\tparse\tcompile\tcompile/mutator\tgrowth\tgroups\tpolicies\tmutations\tCEL bytes\theap growth\t")
 	var notes []string
@@ -254,6 +255,13 @@ func reportCompile(t *testing.T, out io.Writer, sizes []int, budget time.Duratio
 			took := time.Since(start)
 			m := peak.stop()
 			heap := m - min(base, m)
+			// The best of compileRuns: one run on a shared machine varies by ±15 %.
+			for r := 1; r < compileRuns; r++ {
+				runtime.GC()
+				start := time.Now()
+				compiler.Compile(docs, compiler.Options{Layout: layout})
+				took = min(took, time.Since(start))
+			}
 			if len(res.Problems) > 0 {
 				ok = false
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t✗ %d refused\t\t\t\t\t\t\t\n", n, layout, round(parse), round(took), len(res.Problems))

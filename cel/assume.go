@@ -62,7 +62,7 @@ func rewrite(e Expr, target string) Expr {
 		}
 		return cond{c, rewrite(x.t, target), rewrite(x.f, target)}
 	case index:
-		return index{rewrite(x.operand, target), rewrite(x.key, target)}
+		return index{rewrite(x.operand, target), rewrite(x.key, target), x.opt}
 	case field:
 		return field{rewrite(x.operand, target), x.name}
 	case call:

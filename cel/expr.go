@@ -53,7 +53,10 @@ func (b *writer) String() string { return b.sb.String() }
 type (
 	lit   struct{ text string }
 	ident struct{ name string }
-	index struct{ operand, key Expr }
+	index struct {
+		operand, key Expr
+		opt          bool // operand[?key]: an optional, empty when operand has no key
+	}
 	field struct {
 		operand Expr
 		name    string
@@ -125,7 +128,10 @@ func Null() Expr { return lit{"null"} }
 func Ident(name string) Expr { return ident{name} }
 
 // Index is operand[key].
-func Index(operand, key Expr) Expr { return index{operand, key} }
+func Index(operand, key Expr) Expr { return index{operand: operand, key: key} }
+
+// OptIndex is operand[?key]: optional.of(operand[key]) when operand has key, else optional.none().
+func OptIndex(operand, key Expr) Expr { return index{operand: operand, key: key, opt: true} }
 
 // Field is operand.name for a name this package chose (never user input; user field names go
 // through Index with Str).
@@ -362,6 +368,9 @@ func (i ident) write(b *writer) { b.WriteString(i.name) }
 func (i index) write(b *writer) {
 	writeOperand(b, i.operand)
 	b.WriteByte('[')
+	if i.opt {
+		b.WriteByte('?')
+	}
 	i.key.write(b)
 	b.WriteByte(']')
 }

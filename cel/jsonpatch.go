@@ -740,6 +740,9 @@ var _ = PreCreate
 // present is true when cur has the field key with a value other than null. The API server encodes
 // a typed object's unset required fields as null (a Pod whose spec an Assign replaced has
 // "containers": null) where Gatekeeper, which never re-encodes between mutators, has no field.
+// Written cur[?key].orValue(null) != null: one lookup of cur and key instead of two (`key in cur
+// && cur[key] != null`), which costs the API server's cost model 3 instead of 5, and 5 instead of 9
+// two levels down.
 func present(key, cur Expr) Expr {
-	return And(Bin("in", key, cur), Bin("!=", Index(cur, key), Null()))
+	return Bin("!=", Method(OptIndex(cur, key), "orValue", Null()), Null())
 }

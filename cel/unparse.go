@@ -67,6 +67,9 @@ func (b *astBuilder) build(e Expr) (ast.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		if x.opt {
+			return b.fac.NewCall(b.next(), operators.OptIndex, o, k), nil
+		}
 		return b.fac.NewCall(b.next(), operators.Index, o, k), nil
 	case field:
 		o, err := b.build(x.operand)

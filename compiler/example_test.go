@@ -27,6 +27,6 @@ spec:
 	stream, _ := emit.Stream(out.Policies, "admissionregistration.k8s.io/v1", emit.YAML)
 	fmt.Println(len(stream) > 0, len(out.Problems))
 	// Output:
-	// gatekeeper-assign-dns → ("spec" in object && object["spec"] != null) ? [JSONPatch{op: "add", path: "/spec/dnsPolicy", value: "Default"}] : [JSONPatch{op: "add", path: "/spec", value: {"dnsPolicy": "Default"}}]
+	// gatekeeper-assign-dns → (object[?"spec"].orValue(null) != null) ? [JSONPatch{op: "add", path: "/spec/dnsPolicy", value: "Default"}] : [JSONPatch{op: "add", path: "/spec", value: {"dnsPolicy": "Default"}}]
 	// true 0
 }

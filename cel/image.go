@@ -23,8 +23,8 @@ func RewriteImage(img Expr, op ir.RewriteImage) Expr {
 	}
 	// slash: the index of the first "/"; rest: the reference after the first segment when that
 	// is a domain (contains "." or ":", or is "localhost"), else all of it; the domain is what
-	// comes before rest; end: where the tag starts in rest (the first ":" or "@"), else its length.
-	slash, rest, end := Ident("img_slash"), Ident("img_rest"), Ident("img_end")
+	// comes before rest; endOf: where the tag starts in rest (the first ":" or "@"), else its length.
+	slash, rest := Ident("img_slash"), Ident("img_rest")
 	first := Method(img, "substring", Int(0), slash)
 	isDomain := And(Bin(">=", slash, Int(0)), Or(Method(first, "contains", Str(".")), Method(first, "contains", Str(":")), Bin("==", first, Str("localhost"))))
 	restOf := Cond(isDomain, Method(img, "substring", Bin("+", slash, Int(1))), img)
@@ -32,22 +32,24 @@ func RewriteImage(img Expr, op ir.RewriteImage) Expr {
 	if op.Domain != "" {
 		domain = Str(op.Domain + "/")
 	}
-	var body Expr
 	if op.Path == "" && op.Tag == "" {
-		body = Bin("+", domain, rest)
-	} else {
-		colon, at := Method(rest, "indexOf", Str(":")), Method(rest, "indexOf", Str("@"))
-		endOf := Cond(And(Bin(">=", at, Int(0)), Or(Bin("<", colon, Int(0)), Bin("<", at, colon))), at,
-			Cond(Bin(">=", colon, Int(0)), colon, Call("size", rest)))
-		var path, tag Expr = Str(op.Path), Str(op.Tag)
-		if op.Path == "" {
-			path = Method(rest, "substring", Int(0), end)
-		}
-		if op.Tag == "" {
-			tag = Method(rest, "substring", end)
-		}
-		body = let(end, endOf, Bin("+", Bin("+", domain, path), tag))
+		// Only the domain changes: rest is used once, so it is written in place rather than
+		// bound (a binding costs a list and a comprehension, about 30 in the cost model).
+		return let(slash, Method(img, "indexOf", Str("/")), Bin("+", domain, restOf))
 	}
+	colon, at := Method(rest, "indexOf", Str(":")), Method(rest, "indexOf", Str("@"))
+	endOf := Cond(And(Bin(">=", at, Int(0)), Or(Bin("<", colon, Int(0)), Bin("<", at, colon))), at,
+		Cond(Bin(">=", colon, Int(0)), colon, Call("size", rest)))
+	// At most one of path and tag is kept from rest (both kept means only the domain changes,
+	// above), so the end of the path is needed at most once and is written in place.
+	var path, tag Expr = Str(op.Path), Str(op.Tag)
+	if op.Path == "" {
+		path = Method(rest, "substring", Int(0), endOf)
+	}
+	if op.Tag == "" {
+		tag = Method(rest, "substring", endOf)
+	}
+	body := Bin("+", Bin("+", domain, path), tag)
 	return let(slash, Method(img, "indexOf", Str("/")), let(rest, restOf, body))
 }
 

@@ -34,8 +34,9 @@ func RewriteImage(img Expr, op ir.RewriteImage) Expr {
 	}
 	if op.Path == "" && op.Tag == "" {
 		// Only the domain changes: rest is used once, so it is written in place rather than
-		// bound (a binding costs a list and a comprehension, about 30 in the cost model).
-		return let(slash, Method(img, "indexOf", Str("/")), Bin("+", domain, restOf))
+		// bound (a binding costs a list and a comprehension, about 30 in the cost model), and so
+		// is the slash's index: five calls of indexOf cost less than binding it.
+		return Bin("+", domain, substitute(restOf, slash.(ident).name, Method(img, "indexOf", Str("/"))))
 	}
 	colon, at := Method(rest, "indexOf", Str(":")), Method(rest, "indexOf", Str("@"))
 	endOf := Cond(And(Bin(">=", at, Int(0)), Or(Bin("<", colon, Int(0)), Bin("<", at, colon))), at,
@@ -51,6 +52,36 @@ func RewriteImage(img Expr, op ir.RewriteImage) Expr {
 	}
 	body := Bin("+", Bin("+", domain, path), tag)
 	return let(slash, Method(img, "indexOf", Str("/")), let(rest, restOf, body))
+}
+
+// substitute replaces the identifier name by with in e (which holds only identifiers, literals,
+// indexes, operators, conditionals and calls; no comprehension rebinds name).
+func substitute(e Expr, name string, with Expr) Expr {
+	switch x := e.(type) {
+	case ident:
+		if x.name == name {
+			return with
+		}
+	case binary:
+		return binary{x.op, substitute(x.l, name, with), substitute(x.r, name, with)}
+	case unary:
+		return unary{x.op, substitute(x.x, name, with)}
+	case cond:
+		return cond{substitute(x.c, name, with), substitute(x.t, name, with), substitute(x.f, name, with)}
+	case index:
+		return index{substitute(x.operand, name, with), substitute(x.key, name, with), x.opt}
+	case call:
+		var t Expr
+		if x.target != nil {
+			t = substitute(x.target, name, with)
+		}
+		args := make([]Expr, len(x.args))
+		for i, a := range x.args {
+			args[i] = substitute(a, name, with)
+		}
+		return call{t, x.fn, args}
+	}
+	return e
 }
 
 // let is body with name bound to the value of init, evaluated once: [init].map(name, body)[0].

@@ -1,12 +1,116 @@
 package cel
 
+import (
+	"slices"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
 // AssumeNotNamespace is e for requests that are not for a Namespace: every test of "is this a
 // Namespace" (Gatekeeper's match treats Namespace objects apart: their own name and labels stand
 // for the namespace's) becomes false, and the conditions it decided are simplified away. The
 // compiler uses it for guards whose own kinds exclude Namespaces, which are either false for a
 // Namespace anyway or never evaluated for one.
 func AssumeNotNamespace(e Expr) Expr {
-	return rewrite(e, String(isNamespaceKind()))
+	target := String(isNamespaceKind())
+	return rewrite(e, func(x binary) Expr {
+		if x.op == "&&" && Len(x) == len(target) && String(x) == target {
+			return False
+		}
+		return nil
+	})
+}
+
+// AssumeRequest is e for requests that match one of rules (a policy's resource rules, with
+// matchPolicy Exact): every test of the request's kind (group, version, kind) or operation that
+// has the same outcome for all of them becomes that constant, and the conditions it decided are
+// simplified away. Gatekeeper's match clauses restate what the policy's rules already select.
+func AssumeRequest(e Expr, rules []ir.Rule) Expr {
+	if len(rules) == 0 {
+		return e
+	}
+	return rewrite(e, func(x binary) Expr {
+		f, ok := x.l.(field)
+		if !ok || x.op != "==" && x.op != "in" {
+			return nil
+		}
+		var values []string // the literal, or the list's literals
+		switch r := x.r.(type) {
+		case lit:
+			if x.op != "==" {
+				return nil
+			}
+			values = []string{r.text}
+		case listExpr:
+			if x.op != "in" {
+				return nil
+			}
+			for _, el := range r.elems {
+				l, ok := el.(lit)
+				if !ok {
+					return nil
+				}
+				values = append(values, l.text)
+			}
+		default:
+			return nil
+		}
+		// of gives, for a rule, the quoted values the tested field may have.
+		var of func(ir.Rule) []string
+		switch {
+		case isRequestField(f, "kind", "group"):
+			of = func(r ir.Rule) []string { return []string{quote(r.Group)} }
+		case isRequestField(f, "kind", "version"):
+			of = func(r ir.Rule) []string { return []string{quote(r.Version)} }
+		case isRequestField(f, "kind", "kind"):
+			of = func(r ir.Rule) []string { return []string{quote(r.Kind)} }
+		case isRequestField(f, "operation"):
+			of = func(r ir.Rule) []string {
+				var q []string
+				for _, op := range r.Operations {
+					q = append(q, quote(op))
+				}
+				return q
+			}
+		default:
+			return nil
+		}
+		seenTrue, seenFalse := false, false
+		for _, r := range rules {
+			vs := of(r)
+			if len(vs) == 0 {
+				return nil
+			}
+			for _, v := range vs {
+				if slices.Contains(values, v) {
+					seenTrue = true
+				} else {
+					seenFalse = true
+				}
+			}
+		}
+		switch {
+		case seenTrue && !seenFalse:
+			return True
+		case seenFalse && !seenTrue:
+			return False
+		}
+		return nil
+	})
+}
+
+// isRequestField: is f request.<names...>?
+func isRequestField(f field, names ...string) bool {
+	var e Expr = f
+	for i := len(names) - 1; i >= 0; i-- {
+		x, ok := e.(field)
+		if !ok || x.name != names[i] {
+			return false
+		}
+		e = x.operand
+	}
+	id, ok := e.(ident)
+	return ok && id.name == "request"
 }
 
 func isLit(e Expr, text string) bool {
@@ -14,14 +118,15 @@ func isLit(e Expr, text string) bool {
 	return ok && l.text == text
 }
 
-// rewrite replaces the subtrees printed as target by false and folds the constants that result.
-func rewrite(e Expr, target string) Expr {
+// rewrite replaces the operator subtrees for which atom gives an expression (a constant) by it,
+// and folds the constants that result.
+func rewrite(e Expr, atom func(binary) Expr) Expr {
 	switch x := e.(type) {
 	case binary:
-		if x.op == "&&" && Len(x) == len(target) && String(x) == target {
-			return False
+		if c := atom(x); c != nil {
+			return c
 		}
-		l, r := rewrite(x.l, target), rewrite(x.r, target)
+		l, r := rewrite(x.l, atom), rewrite(x.r, atom)
 		switch x.op {
 		case "&&":
 			switch {
@@ -44,7 +149,7 @@ func rewrite(e Expr, target string) Expr {
 		}
 		return binary{x.op, l, r}
 	case unary:
-		y := rewrite(x.x, target)
+		y := rewrite(x.x, atom)
 		if x.op == "!" && isLit(y, "true") {
 			return False
 		}
@@ -53,40 +158,40 @@ func rewrite(e Expr, target string) Expr {
 		}
 		return unary{x.op, y}
 	case cond:
-		c := rewrite(x.c, target)
+		c := rewrite(x.c, atom)
 		switch {
 		case isLit(c, "true"):
-			return rewrite(x.t, target)
+			return rewrite(x.t, atom)
 		case isLit(c, "false"):
-			return rewrite(x.f, target)
+			return rewrite(x.f, atom)
 		}
-		return cond{c, rewrite(x.t, target), rewrite(x.f, target)}
+		return cond{c, rewrite(x.t, atom), rewrite(x.f, atom)}
 	case index:
-		return index{rewrite(x.operand, target), rewrite(x.key, target), x.opt}
+		return index{rewrite(x.operand, atom), rewrite(x.key, atom), x.opt}
 	case field:
-		return field{rewrite(x.operand, target), x.name}
+		return field{rewrite(x.operand, atom), x.name}
 	case call:
 		var t Expr
 		if x.target != nil {
-			t = rewrite(x.target, target)
+			t = rewrite(x.target, atom)
 		}
-		return call{t, x.fn, rewriteAll(x.args, target)}
+		return call{t, x.fn, rewriteAll(x.args, atom)}
 	case listExpr:
-		return listExpr{rewriteAll(x.elems, target)}
+		return listExpr{rewriteAll(x.elems, atom)}
 	case optList:
-		return optList{rewriteAll(x.elems, target), x.opt}
+		return optList{rewriteAll(x.elems, atom), x.opt}
 	case mapExpr:
-		return mapExpr{rewriteAll(x.keys, target), rewriteAll(x.vals, target)}
+		return mapExpr{rewriteAll(x.keys, atom), rewriteAll(x.vals, atom)}
 	case object:
-		return object{typeName: x.typeName, fields: x.fields, vals: rewriteAll(x.vals, target), pre: x.pre}
+		return object{typeName: x.typeName, fields: x.fields, vals: rewriteAll(x.vals, atom), pre: x.pre}
 	}
 	return e
 }
 
-func rewriteAll(xs []Expr, target string) []Expr {
+func rewriteAll(xs []Expr, atom func(binary) Expr) []Expr {
 	out := make([]Expr, len(xs))
 	for i, x := range xs {
-		out[i] = rewrite(x, target)
+		out[i] = rewrite(x, atom)
 	}
 	return out
 }

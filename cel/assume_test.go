@@ -3,6 +3,8 @@ package cel
 import (
 	"strings"
 	"testing"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
 // TestAssumeNotNamespace: the Namespace-object cases of Gatekeeper's match fold away, and
@@ -27,5 +29,33 @@ func TestAssumeNotNamespace(t *testing.T) {
 	ns := String(AssumeNotNamespace(And(NamespacesMatch([]string{"kube-*"}), ScopeMatch("Namespaced"))))
 	if strings.Contains(ns, "Namespace\"") || strings.Contains(ns, "object.metadata.name") || !strings.Contains(ns, "request.namespace") {
 		t.Errorf("namespaces match for other kinds: %s", ns)
+	}
+}
+
+// TestAssumeRequest: tests of the request's kind and operation fold to the constant the
+// policy's rules decide, and stay when the rules disagree.
+func TestAssumeRequest(t *testing.T) {
+	x := Ident("x")
+	pod := ir.Rule{Version: "v1", Kind: "Pod", Operations: []string{"CREATE", "UPDATE"}}
+	deploy := ir.Rule{Group: "apps", Version: "v1", Kind: "Deployment", Operations: []string{"CREATE"}}
+	kinds := KindsMatch([][]string{{""}}, [][]string{{"Pod"}})
+	cases := []struct {
+		in    Expr
+		rules []ir.Rule
+		want  string
+	}{
+		{And(RulesMatch([]ir.Rule{pod}), x), []ir.Rule{pod}, "x"},
+		{And(kinds, x), []ir.Rule{pod}, "x"},
+		{And(kinds, x), []ir.Rule{deploy}, "false"},
+		{And(kinds, x), []ir.Rule{pod, deploy}, String(And(kinds, x))},
+		{And(OperationsMatch([]string{"CREATE"}), x), []ir.Rule{pod, deploy}, String(And(OperationsMatch([]string{"CREATE"}), x))},
+		{And(OperationsMatch([]string{"CREATE", "UPDATE"}), x), []ir.Rule{pod, deploy}, "x"},
+		{Or(isNamespaceKind(), x), []ir.Rule{pod}, "x"},
+		{And(kinds, x), nil, String(And(kinds, x))},
+	}
+	for _, c := range cases {
+		if got := String(AssumeRequest(c.in, c.rules)); got != c.want {
+			t.Errorf("%s under %v: got %s, want %s", String(c.in), c.rules, got, c.want)
+		}
 	}
 }

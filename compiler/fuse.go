@@ -112,6 +112,9 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 				if err != nil {
 					return nil, &mutationError{m, err}
 				}
+				// The policy only runs for its own rules: what the guard tests of the request's
+				// kind and operation is often decided by them.
+				guard = cel.AssumeRequest(guard, b.match.Rules)
 				ops, err := cel.JSONPatch(m, env.Features())
 				if err != nil {
 					return nil, &mutationError{m, err}

@@ -96,6 +96,7 @@ func CompactTerms(ts []Expr) []Expr {
 		}
 		out = append(out, t)
 	}
+	out = distribute(out)
 	for i, t := range out {
 		out[i] = compactTerm(t)
 	}
@@ -234,6 +235,83 @@ func compactTerm(t Expr) Expr {
 		}
 	}
 	return t
+}
+
+// distribute moves a plain list of operations into both branches of an earlier conditional
+// term, c ? T : F, when a branch adds an object literal above every one of its paths:
+// (c ? T : F) + L is c ? T + L : F + L, and there foldAdds can fold L into the literal (a
+// container's securityContext created with some fields, and an unconditional write of another
+// field of it: one operation instead of two where the node was missing). L only moves past
+// terms its operations commute with.
+func distribute(ts []Expr) []Expr {
+	for i := 0; i < len(ts); i++ {
+		c, ok := ts[i].(cond)
+		if !ok {
+			continue
+		}
+		for j := i + 1; j < len(ts); j++ {
+			l, ok := ts[j].(listExpr)
+			if !ok || len(l.elems) == 0 || hasPre(l) || !addsObjectAbove(c.t, l) && !addsObjectAbove(c.f, l) {
+				continue
+			}
+			between := true
+			for _, t := range ts[i+1 : j] {
+				if !disjoint(t, l) {
+					between = false
+					break
+				}
+			}
+			if !between {
+				continue
+			}
+			c = cond{c.c, Bin("+", c.t, l), Bin("+", c.f, l)}
+			ts[i] = c
+			ts = append(ts[:j:j], ts[j+1:]...)
+			j--
+		}
+	}
+	return ts
+}
+
+// addsObjectAbove: does e (a list expression) hold a plain "add" of an object literal at a path
+// above the path of every operation of l?
+func addsObjectAbove(e Expr, l listExpr) bool {
+	var adds []opPath
+	var walk func(e Expr)
+	walk = func(e Expr) {
+		switch x := e.(type) {
+		case binary:
+			if x.op == "+" {
+				walk(x.l)
+				walk(x.r)
+			}
+		case listExpr:
+			for _, el := range x.elems {
+				if op, base, rel, v, ok := readOp(el); ok && op == "add" {
+					if _, isMap := v.(mapExpr); isMap {
+						adds = append(adds, opPath{base, rel})
+					}
+				}
+			}
+		}
+	}
+	walk(e)
+	for _, el := range l.elems {
+		_, base, rel, _, ok := readOp(el)
+		if !ok {
+			return false
+		}
+		below := false
+		for _, a := range adds {
+			if a.base == base && strings.HasPrefix(rel, a.rel+"/") {
+				below = true
+			}
+		}
+		if !below {
+			return false
+		}
+	}
+	return true
 }
 
 // atMostOne: does t give at most one operation, whatever the object ([], [p], or conditions

@@ -40,6 +40,12 @@ func TestCompact(t *testing.T) {
 		{"a part moves before a shared creation it does not rely on",
 			[]Expr{Cond(x, emptyList, pre("/r")), Cond(y, emptyList, pre("/s")), Cond(x, List(addOp("/t/k", Str("1"))), emptyList)},
 			`[?x ? optional.of(JSONPatch{op: "add", path: "/t/k", value: "1"}) : optional.of(JSONPatch{op: "add", path: "/r", value: {}}), ?y ? optional.none() : optional.of(JSONPatch{op: "add", path: "/s", value: {}})]`},
+		{"an unconditional write joins the branch that creates its node",
+			[]Expr{Cond(x, List(addOp("/r/a", Str("1"))), List(addOp("/r", Map([]Expr{Str("a")}, []Expr{Str("1")})))), List(addOp("/r/b", Str("2")))},
+			`x ? [JSONPatch{op: "add", path: "/r/a", value: "1"}, JSONPatch{op: "add", path: "/r/b", value: "2"}] : [JSONPatch{op: "add", path: "/r", value: {"a": dyn("1"), "b": dyn("2")}}]`},
+		{"not past an operation it does not commute with",
+			[]Expr{Cond(x, emptyList, List(addOp("/r", Map(nil, nil)))), Cond(y, List(opOf("remove", "/r/b")), emptyList), List(addOp("/r/b", Str("2")))},
+			`[?x ? optional.none() : optional.of(JSONPatch{op: "add", path: "/r", value: {}}), ?y ? optional.of(JSONPatch{op: "remove", path: "/r/b", value: "x"}) : optional.none(), JSONPatch{op: "add", path: "/r/b", value: "2"}]`},
 	}
 	for _, c := range cases {
 		got, err := env.Print(join(CompactTerms(c.in)))

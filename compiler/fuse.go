@@ -169,6 +169,10 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 		var muts []emit.Mutation
 		checked := map[string]bool{}
 		chunks := schedule(fz, seq)
+		var contents []emit.Contents
+		// after, why: why the next mutation cannot join the one being built (prevAfter,
+		// prevWhy: the same for the one being built and the one before it).
+		var after, why, prevAfter, prevWhy string
 		for i := 0; i < len(chunks); {
 			batch := append([]step(nil), chunks[i]...)
 			total := 0
@@ -181,13 +185,24 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 				for _, s := range chunks[j] {
 					add += size[s.m]
 				}
-				if total+add > maxFusedLength || !allFusable(fz, batch, chunks[j]) {
+				if total+add > maxFusedLength {
+					after, why = "", fmt.Sprintf("the expression before it reached %d characters", maxFusedLength)
+					break
+				}
+				if a, _, r := conflict(fz, batch, chunks[j]); r != "" {
+					after, why = fmt.Sprintf("%s (round %d)", a.m.Source, a.round+1), r
 					break
 				}
 				total += add
 				batch = append(batch, chunks[j]...)
 				j++
 			}
+			c := emit.Contents{After: prevAfter, Why: prevWhy}
+			for _, s := range batch {
+				c.Steps = append(c.Steps, emit.Step{Source: s.m.Source, Round: s.round + 1})
+			}
+			contents = append(contents, c)
+			prevAfter, prevWhy, after, why = after, why, "", ""
 			e, parts, err := fusedParts(env, fz, batch, opsOf)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
@@ -211,6 +226,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 		if err != nil {
 			return nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}
+		p.Contents = contents
 		for _, v := range vars {
 			p.Policy.Spec.Variables = append(p.Policy.Spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
 		}
@@ -389,6 +405,18 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 		}
 	}
 	return p.env.Print(whole)
+}
+
+// conflict finds a step of a and a step of b that cannot be fused, and why ("" when none).
+func conflict(fz *plan.Fuser, a, b []step) (step, step, string) {
+	for _, x := range a {
+		for _, y := range b {
+			if r := fz.WhyNot(x.m, y.m); r != "" {
+				return x, y, r
+			}
+		}
+	}
+	return step{}, step{}, ""
 }
 
 // allFusable: can every step of b be fused with every step of a?

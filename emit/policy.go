@@ -73,6 +73,23 @@ func (r *Resources) Resource(gvk schema.GroupVersionKind) (string, bool) {
 type Policy struct {
 	Policy  *admissionregistrationv1.MutatingAdmissionPolicy
 	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// Contents says, for each mutation of a fused policy, which mutator steps it computes and
+	// why it is not part of the mutation before it (for explain; empty for other policies).
+	Contents []Contents
+}
+
+// Contents is what one mutation of a fused policy computes.
+type Contents struct {
+	Steps []Step
+	// After and Why: the step of the mutation before that this one's first step cannot be
+	// computed with, and why (After is empty when the expression before was full).
+	After, Why string
+}
+
+// Step is one run of a mutator: in Gatekeeper's pass Round (from 1).
+type Step struct {
+	Source ir.Source
+	Round  int
 }
 
 // Mutation is one CEL mutation, already printed and checked.

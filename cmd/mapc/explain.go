@@ -115,6 +115,45 @@ type explainedGroup struct {
 	AlsoIn []string `json:"alsoIn,omitempty"`
 }
 
+// explainedPolicy lists what each mutation of a fused policy computes.
+type explainedPolicy struct {
+	Policy    string              `json:"policy"`
+	Mutations []explainedMutation `json:"mutations"`
+}
+
+type explainedMutation struct {
+	PatchType string          `json:"patchType"`
+	Steps     []explainedStep `json:"steps"`
+	// After and Why: the step of the mutation before that its steps cannot be computed with,
+	// and why (After is empty when the expression before reached its length limit).
+	After string `json:"after,omitempty"`
+	Why   string `json:"why,omitempty"`
+}
+
+type explainedStep struct {
+	Mutator string `json:"mutator"`
+	Round   int    `json:"round"`
+}
+
+func explainedPolicies(out *compiler.Output) []explainedPolicy {
+	var ps []explainedPolicy
+	for _, p := range out.Policies {
+		if len(p.Contents) != len(p.Policy.Spec.Mutations) {
+			continue // not fused
+		}
+		ep := explainedPolicy{Policy: p.Policy.Name}
+		for i, c := range p.Contents {
+			em := explainedMutation{PatchType: string(p.Policy.Spec.Mutations[i].PatchType), After: c.After, Why: c.Why}
+			for _, st := range c.Steps {
+				em.Steps = append(em.Steps, explainedStep{Mutator: st.Source.String(), Round: st.Round})
+			}
+			ep.Mutations = append(ep.Mutations, em)
+		}
+		ps = append(ps, ep)
+	}
+	return ps
+}
+
 type explainedInstall struct {
 	ExcludedNamespaces     []string `json:"excludedNamespaces,omitempty"`
 	SkipsIgnoredNamespaces bool     `json:"skipsIgnoredNamespaces"`
@@ -227,7 +266,7 @@ func measureCosts(cmd *cobra.Command, out *compiler.Output, crds []*apiextension
 }
 
 func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error {
-	doc := map[string]any{"groups": explained(out),
+	doc := map[string]any{"groups": explained(out), "policies": explainedPolicies(out),
 		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}
 	if costs != nil {
 		doc["celCost"] = costs
@@ -266,13 +305,13 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 			also = fmt.Sprintf("; also computed in %s, whose kinds %s skips (one mutation less for their objects)", strings.Join(g.AlsoIn, ", "), g.Policy)
 		}
 		if len(g.Mutators) == 1 {
-			fmt.Fprintf(w, "%s: %s alone (interacts with no other mutator), %d mutation(s)%s\n", g.Policy, g.Mutators[0], g.Mutations, also)
+			fmt.Fprintf(w, "%s: %s alone (interacts with no other mutator)%s\n", g.Policy, g.Mutators[0], also)
 			continue
 		}
 		if also != "" {
 			fmt.Fprintf(w, "%s: %s\n", g.Policy, strings.TrimPrefix(also, "; "))
 		}
-		fmt.Fprintf(w, "%s: %d mutators in Gatekeeper's order, %d round(s), %d mutation(s)\n", g.Policy, len(g.Mutators), g.Rounds, g.Mutations)
+		fmt.Fprintf(w, "%s: %d mutators in Gatekeeper's order, %d round(s)\n", g.Policy, len(g.Mutators), g.Rounds)
 		for _, m := range g.Mutators {
 			fmt.Fprintf(w, "  - %s\n", m)
 		}
@@ -282,6 +321,26 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		}
 		for _, t := range g.Together {
 			fmt.Fprintf(w, "  computed in one expression (the API server defaults the object between mutations): %s\n", t)
+		}
+	}
+	for _, p := range explainedPolicies(out) {
+		fmt.Fprintf(w, "%s: %d mutation(s), each computed from the object the one before left:\n", p.Policy, len(p.Mutations))
+		for i, m := range p.Mutations {
+			var steps []string
+			for _, st := range m.Steps {
+				if st.Round > 1 {
+					steps = append(steps, fmt.Sprintf("%s (round %d)", st.Mutator, st.Round))
+				} else {
+					steps = append(steps, st.Mutator)
+				}
+			}
+			fmt.Fprintf(w, "  mutations[%d] (%s): %s\n", i, m.PatchType, strings.Join(steps, ", "))
+			switch {
+			case m.After != "":
+				fmt.Fprintf(w, "    not in the mutation before (which runs %s): %s\n", m.After, m.Why)
+			case m.Why != "":
+				fmt.Fprintf(w, "    not in the mutation before: %s\n", m.Why)
+			}
 		}
 	}
 }

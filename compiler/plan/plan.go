@@ -13,6 +13,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 	"sort"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
@@ -548,37 +549,49 @@ func (z *Fuser) footprint(m *ir.Mutation) *footprint {
 }
 
 // Fusable is the package's Fusable.
-func (z *Fuser) Fusable(a, b *ir.Mutation) bool {
+func (z *Fuser) Fusable(a, b *ir.Mutation) bool { return z.WhyNot(a, b) == "" }
+
+// WhyNot says why a and b cannot be fused ("" when they can).
+func (z *Fuser) WhyNot(a, b *ir.Mutation) string {
 	if !kindsOverlap(a.Match, b.Match) {
-		return true
+		return ""
 	}
 	fa, fb := z.footprint(a), z.footprint(b)
+	if a == b {
+		return fmt.Sprintf("%s runs again (a later round)", a.Source)
+	}
+	sentence := func(x, y *ir.Mutation, r string) string {
+		if strings.HasPrefix(r, "both ") {
+			return fmt.Sprintf("%s and %s %s", x.Source, y.Source, r)
+		}
+		return fmt.Sprintf("%s %s", x.Source, r)
+	}
 	if r, _ := fa.affects(fb); r != "" {
-		return false
+		return sentence(a, b, r)
 	}
 	if r, _ := fb.affects(fa); r != "" {
-		return false
+		return sentence(b, a, r)
 	}
 	shared := 0
 	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
 		shared++
 	}
 	if len(fa.full) <= shared || len(fb.full) <= shared {
-		return false
+		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}
 	for _, f := range []*footprint{fa, fb} {
 		for _, c := range f.appends {
 			if len(c) <= shared {
-				return false
+				return fmt.Sprintf("%s and %s may both create the list element %s", a.Source, b.Source, c)
 			}
 		}
 		for _, c := range f.creates {
 			if len(c) <= shared && !samePrefix(a.Path, b.Path, len(c)) {
-				return false
+				return fmt.Sprintf("%s and %s may both create %s, on paths that differ", a.Source, b.Source, c)
 			}
 		}
 	}
-	return true
+	return ""
 }
 
 // samePrefix: are the first n steps of a and b the same steps (not just compatible)?

@@ -385,10 +385,36 @@ func (f *footprint) affects(g *footprint) (string, bool) {
 	return f.overwrites(g), false
 }
 
+// sameSetIfMissing: do f and g set the same constant at the same object-field path (no list on
+// the way), each only where it is missing? Then either one's write makes the other a no-op, and
+// running both, in either order or computed from the same object, sets the value where it was
+// missing and one of them applies: g's test of the field f writes changes nothing.
+func (f *footprint) sameSetIfMissing(g *footprint) bool {
+	if f.setValue == "" || f.setValue != g.setValue || len(f.full) != len(g.full) {
+		return false
+	}
+	for i := range f.full {
+		if f.full[i] != g.full[i] || f.full[i].list {
+			return false
+		}
+	}
+	for _, m := range []*ir.Mutation{f.m, g.m} {
+		last := len(m.Path) - 1
+		if m.ExistsOK[last] || !m.MissingOK[last] {
+			return false
+		}
+	}
+	return true
+}
+
 // feeds says why g reads something f writes.
 func (f *footprint) feeds(g *footprint) string {
+	same := f.sameSetIfMissing(g)
 	for _, w := range f.writes {
 		for _, e := range g.exists {
+			if same && len(e) == len(g.full) {
+				continue // the test of the very field both set alike (sameSetIfMissing)
+			}
 			// Replacing or creating the tested node or an ancestor (nodes f creates on the way
 			// are in f.writes and f.creates too).
 			if prefixOf(w, e) {
@@ -576,7 +602,7 @@ func (z *Fuser) WhyNot(a, b *ir.Mutation) string {
 	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
 		shared++
 	}
-	if len(fa.full) <= shared || len(fb.full) <= shared {
+	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameSetIfMissing(fb) {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}
 	for _, f := range []*footprint{fa, fb} {

@@ -385,22 +385,17 @@ func (f *footprint) affects(g *footprint) (string, bool) {
 	return f.overwrites(g), false
 }
 
-// sameSetIfMissing: do f and g set the same constant at the same object-field path (no list on
-// the way), each only where it is missing? Then either one's write makes the other a no-op, and
-// running both, in either order or computed from the same object, sets the value where it was
-// missing and one of them applies: g's test of the field f writes changes nothing.
-func (f *footprint) sameSetIfMissing(g *footprint) bool {
-	if f.setValue == "" || f.setValue != g.setValue || len(f.full) != len(g.full) {
+// sameValueSamePath: do f and g set the same constant at the same path (the same steps; lists
+// on it only as globs, so that neither creates a list element)? Then a test of that field by
+// either cannot tell the other's write from its own: whichever runs first, the field ends up
+// holding the value wherever one of them writes it, and each decision about the field gives the
+// same result. (g's other tests still count.)
+func (f *footprint) sameValueSamePath(g *footprint) bool {
+	if f.setValue == "" || f.setValue != g.setValue || len(f.full) != len(g.full) || len(f.appends) > 0 || len(g.appends) > 0 {
 		return false
 	}
 	for i := range f.full {
-		if f.full[i] != g.full[i] || f.full[i].list {
-			return false
-		}
-	}
-	for _, m := range []*ir.Mutation{f.m, g.m} {
-		last := len(m.Path) - 1
-		if m.ExistsOK[last] || !m.MissingOK[last] {
+		if f.full[i] != g.full[i] || f.full[i].list && !f.full[i].glob {
 			return false
 		}
 	}
@@ -409,11 +404,11 @@ func (f *footprint) sameSetIfMissing(g *footprint) bool {
 
 // feeds says why g reads something f writes.
 func (f *footprint) feeds(g *footprint) string {
-	same := f.sameSetIfMissing(g)
+	same := f.sameValueSamePath(g)
 	for _, w := range f.writes {
 		for _, e := range g.exists {
 			if same && len(e) == len(g.full) {
-				continue // the test of the very field both set alike (sameSetIfMissing)
+				continue // the test of the very field both set alike (sameValueSamePath)
 			}
 			// Replacing or creating the tested node or an ancestor (nodes f creates on the way
 			// are in f.writes and f.creates too).
@@ -602,7 +597,7 @@ func (z *Fuser) WhyNot(a, b *ir.Mutation) string {
 	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
 		shared++
 	}
-	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameSetIfMissing(fb) {
+	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}
 	for _, f := range []*footprint{fa, fb} {

@@ -45,6 +45,10 @@ func (sc schemaCache) quirks(g *plan.Group) map[*ir.Mutation]string {
 				msg := fmt.Sprintf("%s writes the object's %s, which is empty for %s: Gatekeeper holds the empty string as present within the request, the API server drops it (the field is omitempty), and %s tests whether it exists; no policy can reproduce that", a.Source, sv.FromMetadata, when, b.Source)
 				out[a], out[b] = msg, msg
 			}
+			if sv, ok := a.Op.(ir.SetValue); ok && sv.FromMetadata == "" && isComposite(sv.Value) && hasGlob(a.Path) && len(b.Path) > len(a.Path) {
+				msg := fmt.Sprintf("%s assigns one object or list to every element its glob selects, and %s writes inside it: within one request Gatekeeper puts the very same value into each element, so a write inside one element's copy shows in all of them, while the API server keeps separate copies; no policy can reproduce that (write the inner field in %s's value, or give %s a location without a glob)", a.Source, b.Source, a.Source, a.Source)
+				out[a], out[b] = msg, msg
+			}
 			if _, ok := a.Op.(ir.PruneSet); ok && testsExistence(b, a.Path) {
 				msg := fmt.Sprintf("%s may prune a list to empty and %s tests whether it exists: Gatekeeper sees the empty list, the API server drops it between mutations; no policy can reproduce that", a.Source, b.Source)
 				out[a], out[b] = msg, msg
@@ -93,6 +97,25 @@ func hasNumber(v any) bool {
 		}
 		return false
 	})
+}
+
+// isComposite: is v an object or a list (a value Gatekeeper shares by reference)?
+func isComposite(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+// hasGlob: does the path select list elements with a glob?
+func hasGlob(p []ir.Step) bool {
+	for _, st := range p {
+		if st.List && st.Glob {
+			return true
+		}
+	}
+	return false
 }
 
 func hasNull(v any) bool { return hasLeaf(v, func(x any) bool { return x == nil }) }

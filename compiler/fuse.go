@@ -36,8 +36,8 @@ type step struct {
 // compileFused emits one policy per set of resources (groups whose rules are the same), with
 // every mutation guarded by its complete match. The sequence is, round by round, each group's
 // mutations in Gatekeeper's order (groups never interact with each other, so their relative
-// order is free); consecutive steps that cannot affect each other are fused into one JSONPatch
-// expression, whose operations are all computed from the same object.
+// order is free); steps that cannot affect each other are moved together (schedule) and fused
+// into one JSONPatch expression, whose operations are all computed from the same object.
 func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
 	pr := printer{env}
 	type bucket struct {

@@ -193,6 +193,10 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 					after, why = fmt.Sprintf("%s (round %d)", a.m.Source, a.round+1), r
 					break
 				}
+				if !env.Features().Flatten && sharesInsideLists(fz, batch, chunks[j]) {
+					after, why = "", "computed together they would create a node inside list elements once for both, which needs lists.flatten() (Kubernetes 1.35+)"
+					break
+				}
 				total += add
 				batch = append(batch, chunks[j]...)
 				j++
@@ -417,6 +421,24 @@ func conflict(fz *plan.Fuser, a, b []step) (step, step, string) {
 		}
 	}
 	return step{}, step{}, ""
+}
+
+// sharesInsideLists: would a and b together need a shared node (plan.SharedCreations) inside
+// list elements? Creating it once for all of them needs lists.flatten() (Kubernetes 1.35+).
+func sharesInsideLists(fz *plan.Fuser, a, b []step) bool {
+	var ms []*ir.Mutation
+	for _, s := range append(append([]step(nil), a...), b...) {
+		ms = append(ms, s.m)
+	}
+	shared, _ := fz.SharedCreations(ms)
+	for _, n := range shared {
+		for _, st := range n.Path {
+			if st.List {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // allFusable: can every step of b be fused with every step of a?

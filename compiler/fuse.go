@@ -91,7 +91,6 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 	var wildPolicy *emit.Policy
 	// build compiles a bucket into its policy (nil when nothing can be written).
 	build := func(b *bucket) (*emit.Policy, *mutationError) {
-		var seq []step
 		var srcs []ir.Source
 		guards := map[*ir.Mutation]cel.Expr{}
 		opsOf := map[*ir.Mutation]cel.Expr{} // each mutation's operations, unfused
@@ -102,10 +101,8 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 		if b.own == 0 {
 			b.match = unionMatch(members)
 		}
-		rounds := 0
 		for _, gi := range b.groups {
 			g := groups[gi]
-			rounds = max(rounds, g.Rounds)
 			for _, m := range g.Mutations {
 				srcs = append(srcs, m.Source)
 				guard, err := fullGuard(m)
@@ -135,28 +132,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 		if verr != nil {
 			return nil, &mutationError{members[0], verr}
 		}
-		unitID := 0
-		for r := 0; r < rounds; r++ {
-			for _, gi := range b.groups {
-				g := groups[gi]
-				if g.Rounds <= r {
-					continue
-				}
-				us, _ := units(g)
-				for _, u := range us {
-					id := 0
-					if len(u) > 1 {
-						unitID++
-						id = unitID
-					}
-					for _, m := range u {
-						if _, ok := guards[m]; ok {
-							seq = append(seq, step{m: m, guard: guards[m], round: r, unit: id, group: gi})
-						}
-					}
-				}
-			}
-		}
+		seq := sequence(groups, b.groups, guards)
 		// Fuse pairwise independent steps, keeping each expression well below the API server's
 		// limit on expression length: the steps are first reordered as far as their dependencies
 		// allow (schedule), then runs of consecutive fusable steps become one expression each.
@@ -289,6 +265,41 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 		wildPolicy.Policy.Spec.MatchConstraints.ExcludeResourceRules = excluded
 	}
 	return policies, policyOf, alsoIn, nil
+}
+
+// sequence is the steps of the groups gis in Gatekeeper's order, round by round (each group for
+// its own number of rounds), each group's coupled mutations as one unit (see units); only the
+// mutations with a guard, unless guards is nil.
+func sequence(groups []*plan.Group, gis []int, guards map[*ir.Mutation]cel.Expr) []step {
+	rounds := 0
+	for _, gi := range gis {
+		rounds = max(rounds, groups[gi].Rounds)
+	}
+	var seq []step
+	unitID := 0
+	for r := 0; r < rounds; r++ {
+		for _, gi := range gis {
+			g := groups[gi]
+			if g.Rounds <= r {
+				continue
+			}
+			us, _ := units(g)
+			for _, u := range us {
+				id := 0
+				if len(u) > 1 {
+					unitID++
+					id = unitID
+				}
+				for _, m := range u {
+					guard, ok := guards[m]
+					if ok || guards == nil {
+						seq = append(seq, step{m: m, guard: guard, round: r, unit: id, group: gi})
+					}
+				}
+			}
+		}
+	}
+	return seq
 }
 
 // schedule splits seq into its chunks (one step, or the steps of one coupled unit, which must

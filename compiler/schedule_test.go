@@ -19,29 +19,11 @@ func TestScheduleKeepsDependentOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := Compile(docs, Options{Layout: LayoutFused})
-		var seq []step
-		unit, rounds := 0, 0
-		for _, g := range out.Groups {
-			rounds = max(rounds, g.Rounds)
+		gis := make([]int, len(out.Groups))
+		for i := range gis {
+			gis[i] = i
 		}
-		for r := 0; r < rounds; r++ {
-			for gi, g := range out.Groups {
-				if g.Rounds <= r {
-					continue
-				}
-				us, _ := units(g)
-				for _, u := range us {
-					id := 0
-					if len(u) > 1 {
-						unit++
-						id = unit
-					}
-					for _, m := range u {
-						seq = append(seq, step{m: m, round: r, unit: id, group: gi})
-					}
-				}
-			}
-		}
+		seq := sequence(out.Groups, gis, nil)
 		chunks := schedule(fz, seq)
 		pos := map[[2]any]int{} // (mutation, round) -> position in the schedule
 		n := 0

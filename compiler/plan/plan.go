@@ -13,8 +13,8 @@ package plan
 
 import (
 	"fmt"
-	"strings"
 	"sort"
+	"strings"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
 )

@@ -118,6 +118,13 @@ func isLit(e Expr, text string) bool {
 	return ok && l.text == text
 }
 
+// boolFold gives, for && and ||, the constant that decides the result and the one that leaves
+// the other side.
+var boolFold = map[string]struct{ absorb, identity string }{
+	"&&": {"false", "true"},
+	"||": {"true", "false"},
+}
+
 // rewrite replaces the operator subtrees for which atom gives an expression (a constant) by it,
 // and folds the constants that result.
 func rewrite(e Expr, atom func(binary) Expr) Expr {
@@ -127,23 +134,15 @@ func rewrite(e Expr, atom func(binary) Expr) Expr {
 			return c
 		}
 		l, r := rewrite(x.l, atom), rewrite(x.r, atom)
-		switch x.op {
-		case "&&":
+		// && and || fold alike: a constant that decides the result (false for &&, true for ||)
+		// absorbs the other side, the other constant leaves it.
+		if c, ok := boolFold[x.op]; ok {
 			switch {
-			case isLit(l, "false") || isLit(r, "false"):
-				return False
-			case isLit(l, "true"):
+			case isLit(l, c.absorb) || isLit(r, c.absorb):
+				return lit{c.absorb}
+			case isLit(l, c.identity):
 				return r
-			case isLit(r, "true"):
-				return l
-			}
-		case "||":
-			switch {
-			case isLit(l, "true") || isLit(r, "true"):
-				return True
-			case isLit(l, "false"):
-				return r
-			case isLit(r, "false"):
+			case isLit(r, c.identity):
 				return l
 			}
 		}

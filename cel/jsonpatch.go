@@ -742,7 +742,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 		lists = Method(cur, "transformList", iv, ev, And(Bin("in", k, ev), Bin("==", Index(ev, k), Str(st.KeyValue))), inner)
 	}
 	if !f.Flatten {
-		return nil, fmt.Errorf("creating shared nodes inside list elements needs lists.flatten() (Kubernetes 1.35+)")
+		return nil, fmt.Errorf("these mutations must be computed in one expression, and creating the node they share inside each list element needs lists.flatten(), which the API server accepts in new expressions from Kubernetes 1.35: compile with --kubernetes-version 1.35 or later")
 	}
 	return Method(lists, "flatten"), nil
 }

@@ -385,17 +385,19 @@ func (f *footprint) affects(g *footprint) (string, bool) {
 	return f.overwrites(g), false
 }
 
-// sameValueSamePath: do f and g set the same constant at the same path (the same steps; lists
-// on it only as globs, so that neither creates a list element)? Then a test of that field by
-// either cannot tell the other's write from its own: whichever runs first, the field ends up
-// holding the value wherever one of them writes it, and each decision about the field gives the
-// same result. (g's other tests still count.)
+// sameValueSamePath: do f and g set the same constant at the same field, in list elements that
+// may be the same (the same object fields; a glob and a key, or the same key, on each list) and
+// neither creating a list element? Then a test of that field by either cannot tell the other's
+// write from its own: whichever runs first, the field ends up holding the value wherever one of
+// them writes it, and each decision about the field gives the same result. (g's other tests
+// still count.)
 func (f *footprint) sameValueSamePath(g *footprint) bool {
 	if f.setValue == "" || f.setValue != g.setValue || len(f.full) != len(g.full) || len(f.appends) > 0 || len(g.appends) > 0 {
 		return false
 	}
-	for i := range f.full {
-		if f.full[i] != g.full[i] || f.full[i].list && !f.full[i].glob {
+	for i, a := range f.full {
+		b := g.full[i]
+		if a.list != b.list || !a.list && a != b || a.list && !segCompatible(a, b) {
 			return false
 		}
 	}

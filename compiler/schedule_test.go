@@ -7,8 +7,8 @@ import (
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
-// TestScheduleKeepsDependentOrder: schedule may move steps, but never one past a step it cannot
-// be fused with (which it does not commute with), and it keeps every step exactly once and every
+// TestScheduleKeepsDependentOrder: schedule may move steps, but never one past a step it does
+// not commute with, and it keeps every step exactly once and every
 // coupled unit together. Checked on the groups of the docs examples (one of eleven mutators in
 // five rounds) and of the benchmark sets, and on all their groups in one sequence.
 func TestScheduleKeepsDependentOrder(t *testing.T) {
@@ -49,7 +49,7 @@ func TestScheduleKeepsDependentOrder(t *testing.T) {
 				pa, pb := pos[[2]any{a.m, a.round}], pos[[2]any{b.m, b.round}]
 				if pa > pb {
 					moved++
-					if !fz.Fusable(a.m, b.m) {
+					if !fz.Commute(a.m, b.m) {
 						t.Errorf("%s: %s (round %d) now runs after %s (round %d), which it does not commute with", path, a.m.Source, a.round, b.m.Source, b.round)
 					}
 				}

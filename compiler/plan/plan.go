@@ -13,9 +13,11 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -77,7 +79,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 					Stable: setsIfUnset(ms[j], fps[j], r) && len(fps[i].appends) == 0})
 				why[i] = append(why[i], reason)
 			}
-			if reason, read := fps[i].affects(fps[j]); reason != "" {
+			if reason, read := interacts(fps[i], fps[j]); reason != "" {
 				if read {
 					if feeds[i] == nil {
 						feeds[i] = map[int]bool{}
@@ -308,6 +310,12 @@ type footprint struct {
 	appends []path
 	// setValue is the constant it sets, for commuting identical writers.
 	setValue string
+	// value is that constant itself.
+	value any
+	// literal is the keyed list element it puts in place when it creates it (or, assigning the
+	// whole element, always), elemAt the index of that element's step in full; nil when none.
+	literal map[string]any
+	elemAt  int
 	// defs caches defaultsAfter.
 	defs []defaulted
 }
@@ -343,6 +351,8 @@ func footprintOf(m *ir.Mutation) *footprint {
 	case ir.SetValue:
 		if op.FromMetadata == "" {
 			f.setValue = fmt.Sprintf("%#v", op.Value)
+			f.value = op.Value
+			f.literal, f.elemAt = createdElement(m, op.Value)
 		}
 	}
 	for _, k := range selectorKeys(m.Match) {
@@ -374,6 +384,99 @@ func selectorKeys(m ir.Match) []string {
 	return keys
 }
 
+// createdElement is the keyed list element a constant Assign puts in place, and the index of
+// its step: the whole value when the location is the element itself (Assign replaces it, or
+// appends it), or, when the last list step on the location is a key that Gatekeeper creates when
+// missing (persists), the new element {key: value, the rest of the path: the value}.
+func createdElement(m *ir.Mutation, v any) (map[string]any, int) {
+	last := -1
+	for i, st := range m.Path {
+		if st.List {
+			last = i
+		}
+	}
+	if last < 0 || m.Path[last].Glob {
+		return nil, 0
+	}
+	if last == len(m.Path)-1 {
+		lit, _ := v.(map[string]any)
+		return lit, last
+	}
+	if !m.MissingOK[last] || !persists(m, last) {
+		return nil, 0
+	}
+	st := m.Path[last]
+	for i := len(m.Path) - 1; i > last; i-- {
+		v = map[string]any{m.Path[i].Field: v}
+	}
+	lit := v.(map[string]any)
+	if _, clash := lit[st.KeyField]; clash {
+		return nil, 0
+	}
+	lit[st.KeyField] = st.KeyValue
+	return lit, last
+}
+
+// keepsLiteral: is g's effect on the element f creates (f.literal) no change at all? So when g
+// sets a constant (creating no list element) at a field of elements that may be f's, and f's
+// element already holds exactly that value there: g writes the value where it is, whatever its
+// tests decide, and where f replaces the element after g, g's writes there are gone.
+func (g *footprint) keepsLiteral(f *footprint) bool {
+	if f.literal == nil || g.setValue == "" || len(g.appends) > 0 || len(g.full) <= f.elemAt+1 {
+		return false
+	}
+	for j := 0; j <= f.elemAt; j++ {
+		if !segCompatible(f.full[j], g.full[j]) {
+			return false
+		}
+	}
+	var v any = f.literal
+	for _, s := range g.full[f.elemAt+1:] {
+		obj, ok := v.(map[string]any)
+		if s.list || s.field == anyField || !ok {
+			return false
+		}
+		if v, ok = obj[s.field]; !ok {
+			return false
+		}
+	}
+	return reflect.DeepEqual(v, g.value)
+}
+
+// toward is f as g sees it: when g keeps the element f creates (keepsLiteral), creating or
+// replacing that element (and the nodes on the way to it) neither changes what g does nor
+// undoes it, so those writes drop out.
+func (f *footprint) toward(g *footprint) *footprint {
+	if !g.keepsLiteral(f) {
+		return f
+	}
+	elem := f.full[:f.elemAt+1]
+	c := *f
+	c.writes, c.appends = nil, nil
+	for _, w := range f.writes {
+		if !reflect.DeepEqual(w, elem) {
+			c.writes = append(c.writes, w)
+		}
+	}
+	for _, a := range f.appends {
+		if !reflect.DeepEqual(a, elem) {
+			c.appends = append(c.appends, a)
+		}
+	}
+	// Nodes created on the way (the list, its parents) are created only along with the element
+	// and hold nothing else.
+	c.creates = nil
+	for _, n := range f.creates {
+		if len(n) > len(elem) {
+			c.creates = append(c.creates, n)
+		}
+	}
+	return &c
+}
+
+// interacts is affects for a pair, each footprint as the other sees it (toward).
+func interacts(f, g *footprint) (string, bool) { return f.toward(g).affects(g.toward(f)) }
+
 // affects says why running f can change what g does ("" when it cannot).
 // affects says why running f can change what g does ("" when it cannot), and whether g reads
 // what f writes (a dependency that may need another round) rather than both writing one place
@@ -404,6 +507,40 @@ func (f *footprint) sameValueSamePath(g *footprint) bool {
 	return true
 }
 
+// replacesElement: is sel g's whole location, one keyed element (no glob) that g assigns whole,
+// and does the path of f (which writes or creates nodes on it) run through that very element?
+// Then what f does there cannot change what g does: g puts its value in the element's place,
+// which is where the element was, or the end of the list, where f would have appended it.
+func (g *footprint) replacesElement(sel, f path) bool {
+	if len(sel) != len(g.full) || g.setValue == "" || sel[len(sel)-1].glob || len(f) < len(sel) {
+		return false
+	}
+	for i := range sel {
+		if f[i] != sel[i] || f[i].glob {
+			return false
+		}
+	}
+	return true
+}
+
+// fixesImage: are f and g AssignImages, f setting every part of the reference (so that it
+// writes one constant, whatever the image was) and g leaving that constant as it is? Then what
+// g reads from f's write changes nothing g does: g writes nothing there.
+func (f *footprint) fixesImage(g *footprint) bool {
+	fo, ok := f.m.Op.(ir.RewriteImage)
+	gop, ok2 := g.m.Op.(ir.RewriteImage)
+	if !ok || !ok2 || fo.Domain == "" || fo.Path == "" || fo.Tag == "" {
+		return false
+	}
+	c := cel.RewriteImageString("", fo)
+	for _, img := range []string{"nginx", "a.io/b/c:d", "localhost:5000/x@sha256:0"} {
+		if cel.RewriteImageString(img, fo) != c {
+			return false
+		}
+	}
+	return cel.RewriteImageString(c, gop) == c
+}
+
 // feeds says why g reads something f writes.
 func (f *footprint) feeds(g *footprint) string {
 	same := f.sameValueSamePath(g)
@@ -421,11 +558,17 @@ func (f *footprint) feeds(g *footprint) string {
 		for _, sel := range g.members {
 			// Replacing the list (or an ancestor), or adding or replacing an element it selects.
 			l := sel[:len(sel)-1]
+			if g.replacesElement(sel, f.full) {
+				continue
+			}
 			if prefixOf(w, l) || len(w) == len(sel) && prefixOf(sel, w) && w[len(w)-1].list {
 				return fmt.Sprintf("changes the elements of %s, which %s selects from", l, g.m.Source)
 			}
 		}
 		for _, v := range g.values {
+			if len(w) == len(f.full) && f.fixesImage(g) {
+				continue
+			}
 			if prefixOf(w, v) || prefixOf(v, w) {
 				return fmt.Sprintf("writes %s, which %s reads", w, g.m.Source)
 			}
@@ -445,6 +588,9 @@ func (f *footprint) feeds(g *footprint) string {
 		}
 		for _, sel := range g.members {
 			// The new list holds only f's element: it matters to g's selector if that selects it.
+			if g.replacesElement(sel, f.full) {
+				continue
+			}
 			if l := sel[:len(sel)-1]; prefixOf(c, l) && len(c) == len(l) && len(f.full) > len(c) && segCompatible(sel[len(sel)-1], f.full[len(c)]) {
 				return fmt.Sprintf("may create the list %s, which %s selects from", c, g.m.Source)
 			}
@@ -571,6 +717,24 @@ func (z *Fuser) footprint(m *ir.Mutation) *footprint {
 	return f
 }
 
+// Commute reports whether a and b neither interact nor are coupled by defaulting (plan.Plan
+// puts them in different groups): either order gives the same object. Fusable pairs commute; some commuting pairs cannot be
+// fused (one writes a node the other replaces).
+func (z *Fuser) Commute(a, b *ir.Mutation) bool {
+	if a == b {
+		return false
+	}
+	if !kindsOverlap(a.Match, b.Match) {
+		return true
+	}
+	fa, fb := z.footprint(a), z.footprint(b)
+	r1, _ := interacts(fa, fb)
+	r2, _ := interacts(fb, fa)
+	c1, _ := fa.coupling(fb)
+	c2, _ := fb.coupling(fa)
+	return r1 == "" && r2 == "" && c1 == "" && c2 == ""
+}
+
 // Fusable is the package's Fusable.
 func (z *Fuser) Fusable(a, b *ir.Mutation) bool { return z.WhyNot(a, b) == "" }
 
@@ -589,10 +753,10 @@ func (z *Fuser) WhyNot(a, b *ir.Mutation) string {
 		}
 		return fmt.Sprintf("%s %s", x.Source, r)
 	}
-	if r, _ := fa.affects(fb); r != "" {
+	if r, _ := interacts(fa, fb); r != "" {
 		return sentence(a, b, r)
 	}
-	if r, _ := fb.affects(fa); r != "" {
+	if r, _ := interacts(fb, fa); r != "" {
 		return sentence(b, a, r)
 	}
 	shared := 0

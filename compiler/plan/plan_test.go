@@ -27,6 +27,25 @@ spec:
 %s`, name, location, value, extra)
 }
 
+// image is a Pod AssignImage mutator setting the non-empty parts.
+func image(name, location, domain, path, tag string) string {
+	params := ""
+	for _, kv := range [][2]string{{"assignDomain", domain}, {"assignPath", path}, {"assignTag", tag}} {
+		if kv[1] != "" {
+			params += fmt.Sprintf("    %s: '%s'\n", kv[0], kv[1])
+		}
+	}
+	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1alpha1
+kind: AssignImage
+metadata:
+  name: %s
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: '%s'
+  parameters:
+%s`, name, location, params)
+}
+
 func mutations(t *testing.T, docs ...string) []*ir.Mutation {
 	t.Helper()
 	ds, err := source.Parse("m.yaml", []byte(strings.Join(docs, "---\n")))
@@ -75,6 +94,27 @@ func TestPlanGroupsAndRounds(t *testing.T) {
 		{"writer sorted after a MustNotExist test needs a second round",
 			[]string{assign("a-test", "spec.containers[name: *].imagePullPolicy", "Never", mustNotExist), assign("b-set", "spec.containers[name: *].imagePullPolicy", "Always", "")},
 			[]string{"Assign/a-test+Assign/b-set"}, []int{2}},
+		{"the same value through a key and a glob commutes",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", mustNotExist), assign("b-sidecar-pull", "spec.containers[name: sidecar].imagePullPolicy", "Always", "    pathTests:\n    - subPath: 'spec.containers[name: sidecar]'\n      condition: MustExist\n")},
+			[]string{"Assign/a-pull", "Assign/b-sidecar-pull"}, []int{1, 1}},
+		{"a created element holding the glob's value commutes with it",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", mustNotExist), assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy, imagePullPolicy: Always}", "")},
+			[]string{"Assign/a-pull", "Assign/b-sidecar"}, []int{1, 1}},
+		{"a created element with another value does not",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy, imagePullPolicy: Never}", "")},
+			[]string{"Assign/a-pull+Assign/b-sidecar"}, []int{2}},
+		{"a key created with the glob's value commutes with it",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-foo-pull", "spec.containers[name: foo].imagePullPolicy", "Always", "")},
+			[]string{"Assign/a-pull", "Assign/b-foo-pull"}, []int{1, 1}},
+		{"two whole elements of one key need only their order",
+			[]string{assign("a-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy}", ""), assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: nginx}", "")},
+			[]string{"Assign/a-sidecar+Assign/b-sidecar"}, []int{1}},
+		{"an image set whole is not fed back to a tag set alike",
+			[]string{image("a-tag", "spec.containers[name: *].image", "", "", ":v1"), image("b-full", "spec.containers[name: *].image", "my.reg", "app", ":v1")},
+			[]string{"AssignImage/a-tag+AssignImage/b-full"}, []int{1}},
+		{"an image set whole is fed back to another tag", // a cycle of two: the bound for a cycle
+			[]string{image("a-tag", "spec.containers[name: *].image", "", "", ":v2"), image("b-full", "spec.containers[name: *].image", "my.reg", "app", ":v1")},
+			[]string{"AssignImage/a-tag+AssignImage/b-full"}, []int{3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

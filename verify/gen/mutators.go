@@ -528,7 +528,59 @@ func (g *generator) scenario() {
 			g.record(m, loc)
 		}
 	}
-	switch r.IntN(6) {
+	switch r.IntN(8) {
+	case 6: // a sidecar that already holds what a glob (or a keyed Assign) sets in it
+		pp := sub(glob, "imagePullPolicy")
+		m, loc := g.assign(pod, pp)
+		if m == nil {
+			return
+		}
+		v, ok := m["spec"].(map[string]any)["parameters"].(map[string]any)["assign"].(map[string]any)["value"]
+		add(m, loc)
+		if !ok {
+			return
+		}
+		name := pick(r, ContainerNames)
+		for i := 0; i < 1+r.IntN(2); i++ { // one or two whole-element Assigns of one key
+			sm, sloc := g.assign(pod, c(name))
+			if sm != nil {
+				if e, ok := sm["spec"].(map[string]any)["parameters"].(map[string]any)["assign"].(map[string]any)["value"].(map[string]any); ok && r.chance(0.8) {
+					e["imagePullPolicy"] = v
+				}
+			}
+			add(sm, sloc)
+		}
+		if r.chance(0.5) { // the same value at the same field of that container, which it may create
+			km, kloc := g.assign(pod, sub(c(pick(r, []string{name, pick(r, ContainerNames)})), "imagePullPolicy"))
+			if km != nil {
+				km["spec"].(map[string]any)["parameters"].(map[string]any)["assign"] = map[string]any{"value": v}
+			}
+			add(km, kloc)
+		}
+	case 7: // an AssignImage setting every part, and one setting some of them alike
+		full := map[string]any{"assignDomain": pick(r, imageDomains), "assignPath": pick(r, imagePaths), "assignTag": pick(r, imageTags)}
+		for i, p := range []path{sub(glob, "image"), sub(c(pick(r, ContainerNames)), "image")} {
+			if i == 1 && r.chance(0.5) {
+				p = sub(glob, "image")
+			}
+			m, loc := g.assignImage(pod, p)
+			if m == nil {
+				continue
+			}
+			params := m["spec"].(map[string]any)["parameters"].(map[string]any)
+			for _, k := range []string{"assignDomain", "assignPath", "assignTag"} { // a fixed order: the case is seeded
+				v := full[k]
+				if i == 0 || r.chance(0.5) {
+					params[k] = v
+				} else if r.chance(0.7) {
+					delete(params, k)
+				}
+			}
+			if params["assignDomain"] == nil && params["assignPath"] == nil && params["assignTag"] == nil {
+				params["assignTag"] = full["assignTag"]
+			}
+			add(m, loc)
+		}
 	case 0: // a sidecar and a glob over all containers
 		name := pick(r, ContainerNames)
 		add(g.assign(pod, c(name)))

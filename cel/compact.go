@@ -57,7 +57,8 @@ func Compact(e Expr) Expr { return join(CompactTerms(terms(e))) }
 //
 // The operands must be the parts of a fused batch (or, below a condition or in a shared loop,
 // their branches and bodies): the operations of pairwise independent steps, which may be
-// reordered, and shared creations (PreCreate), which must stay before what follows them. Parts are
+// reordered, but for appends to one list (whose order is the order of the new elements), and
+// shared creations (PreCreate), which must stay before what follows them. Parts are
 // grouped by their first condition (the test of the first node on a step's path, or its guard),
 // each group where its first member was, so that every part only moves earlier, and never past a
 // part holding a shared creation.
@@ -70,6 +71,13 @@ func CompactTerms(ts []Expr) []Expr {
 		for _, k := range pres {
 			if k > i && !disjoint(t, out[k]) {
 				return false
+			}
+		}
+		if ap := appends(t); len(ap) > 0 {
+			for k := i + 1; k < len(out); k++ {
+				if !appendsApart(ap, out[k]) {
+					return false
+				}
 			}
 		}
 		return true
@@ -107,6 +115,63 @@ func CompactTerms(ts []Expr) []Expr {
 		}
 	}
 	return optionalRuns(kept)
+}
+
+// appends lists the static paths of the lists e's operations append to ("add" at ".../-"),
+// whether or not its other operations' paths can be read.
+func appends(e Expr) []string {
+	var out []string
+	var walk func(e Expr)
+	walk = func(e Expr) {
+		var kids []Expr
+		switch x := e.(type) {
+		case object:
+			if x.typeName == "JSONPatch" {
+				if op, base, rel, _, ok := readOp(x); ok && op == "add" && base == "" && strings.HasSuffix(rel, "/-") {
+					out = append(out, rel)
+				}
+				return
+			}
+			kids = x.vals
+		case cond:
+			kids = []Expr{x.c, x.t, x.f}
+		case binary:
+			kids = []Expr{x.l, x.r}
+		case unary:
+			kids = []Expr{x.x}
+		case listExpr:
+			kids = x.elems
+		case optList:
+			kids = x.elems
+		case mapExpr:
+			kids = x.vals
+		case call:
+			kids = append([]Expr{x.target}, x.args...)
+		case index:
+			kids = []Expr{x.operand, x.key}
+		case field:
+			kids = []Expr{x.operand}
+		}
+		for _, k := range kids {
+			if k != nil {
+				walk(k)
+			}
+		}
+	}
+	walk(e)
+	return out
+}
+
+// appendsApart: does e append to none of the lists ap?
+func appendsApart(ap []string, e Expr) bool {
+	for _, p := range appends(e) {
+		for _, a := range ap {
+			if p == a {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // disjoint: are the operations of a and b on nodes neither of which contains the other (so that

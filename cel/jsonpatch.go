@@ -87,8 +87,15 @@ func patchOp(op string, p ptr, value Expr) Expr {
 }
 
 // preOp adds an empty object at p, marked as a shared creation.
-func preOp(p ptr) Expr {
-	o := patchOp("add", p, Map(nil, nil)).(object)
+func preOp(p ptr) Expr { return preOpOf(p, false) }
+
+// preOpOf is preOp, creating an empty list when list is set.
+func preOpOf(p ptr, list bool) Expr {
+	var v Expr = Map(nil, nil)
+	if list {
+		v = List()
+	}
+	o := patchOp("add", p, v).(object)
 	o.pre = true
 	return o
 }
@@ -229,6 +236,26 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 // PreCreate made (everything below it is missing, so this is static).
 func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 	st := g.m.Path[k]
+	if st.List && !st.Glob && g.m.MissingOK[k] {
+		// A keyed list PreCreate made (empty): the element is appended, as in walk.
+		if g.last(k) {
+			sv, ok := g.m.Op.(ir.SetValue)
+			if !ok {
+				return nil, fmt.Errorf("a location ending in a list element needs an Assign of an object with the key")
+			}
+			v, err := g.setValueExpr(sv)
+			if err != nil {
+				return nil, err
+			}
+			return List(patchOp("add", p.child("-"), v)), nil
+		}
+		next := g.fresh(k)
+		mut, _, err := g.sim(k+1, next)
+		if err != nil || !mut {
+			return emptyList, err
+		}
+		return g.addValue(p.child("-"), next)
+	}
 	if st.List || !g.m.MissingOK[k] {
 		return emptyList, nil
 	}
@@ -665,6 +692,8 @@ func sortedKeys(m map[string]any) []string {
 type SharedNode struct {
 	Path []ir.Step
 	When Expr
+	// List: the node is a list (keyed elements several mutations may append), created empty.
+	List bool
 }
 
 // PreCreate is the list(JSONPatch) that creates every missing shared node as an empty object,
@@ -699,7 +728,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 		has := present(key, cur)
 		cp := p.child(st.Field)
 		if d == len(n.Path)-1 {
-			return condList(has, emptyList, List(preOp(cp))), nil
+			return condList(has, emptyList, List(preOpOf(cp, n.List))), nil
 		}
 		inner, err := preCreate(n, d+1, Index(cur, key), cp, f)
 		if err != nil {
@@ -719,7 +748,7 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 			q = q.child(n.Path[k].Field)
 		}
 		if objectsOnly {
-			whenMissing = List(preOp(q))
+			whenMissing = List(preOpOf(q, n.List))
 		}
 		return condList(has, inner, whenMissing), nil
 	}

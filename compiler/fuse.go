@@ -306,8 +306,9 @@ func sequence(groups []*plan.Group, gis []int, guards map[*ir.Mutation]cel.Expr)
 // stay together) and reorders them as far as dependencies allow, so that fusable steps end up
 // next to each other: each chunk is placed one layer after the last earlier chunk of its group
 // that it cannot be fused with (which it then must follow, as in seq), and the chunks are
-// emitted layer by layer, in seq's order within a layer. Every pair of chunks that do not
-// commute keeps its order, so the sequence computes what seq does; steps of different groups
+// emitted layer by layer, in seq's order within a layer (a chunk that may only be fused after an
+// earlier one, plan.Fuser.FusableInOrder, goes no earlier than its layer). Every pair of chunks
+// that do not commute keeps its order, so the sequence computes what seq does; steps of different groups
 // never interact (plan.Plan), and only a group's own chunks are compared.
 func schedule(fz *plan.Fuser, seq []step) [][]step {
 	var chunks [][]step
@@ -324,8 +325,14 @@ func schedule(fz *plan.Fuser, seq []step) [][]step {
 	for c, ch := range chunks {
 		g := ch[0].group
 		for _, p := range byGroup[g] {
-			if layer[p] >= layer[c] && !allFusable(fz, chunks[p], ch) {
-				layer[c] = layer[p] + 1
+			switch {
+			case !allFusable(fz, chunks[p], ch, true):
+				if layer[p] >= layer[c] {
+					layer[c] = layer[p] + 1
+				}
+			case !allFusable(fz, chunks[p], ch, false):
+				// Fusable only after p (appends to one list): never before it.
+				layer[c] = max(layer[c], layer[p])
 			}
 		}
 		byGroup[g] = append(byGroup[g], c)
@@ -422,11 +429,12 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 	return p.env.Print(whole)
 }
 
-// conflict finds a step of a and a step of b that cannot be fused, and why ("" when none).
+// conflict finds a step of a and a step of b (which follows a) that cannot be fused, and why
+// ("" when none).
 func conflict(fz *plan.Fuser, a, b []step) (step, step, string) {
 	for _, x := range a {
 		for _, y := range b {
-			if r := fz.WhyNot(x.m, y.m); r != "" {
+			if r := fz.WhyNotInOrder(x.m, y.m); r != "" {
 				return x, y, r
 			}
 		}
@@ -452,11 +460,11 @@ func sharesInsideLists(fz *plan.Fuser, a, b []step) bool {
 	return false
 }
 
-// allFusable: can every step of b be fused with every step of a?
-func allFusable(fz *plan.Fuser, a, b []step) bool {
+// allFusable: can every step of b be fused with every step of a (inOrder: after it)?
+func allFusable(fz *plan.Fuser, a, b []step, inOrder bool) bool {
 	for _, x := range a {
 		for _, y := range b {
-			if !fz.Fusable(x.m, y.m) {
+			if inOrder && !fz.FusableInOrder(x.m, y.m) || !inOrder && !fz.Fusable(x.m, y.m) {
 				return false
 			}
 		}
@@ -504,7 +512,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 					when = append(when, w)
 				}
 			}
-			nodes[i] = cel.SharedNode{Path: n.Path, When: cel.Or(when...)}
+			nodes[i] = cel.SharedNode{Path: n.Path, When: cel.Or(when...), List: n.Creators[0].Path[len(n.Path)].List}
 		}
 		pre, err := cel.PreCreate(nodes, env.Features())
 		if err != nil {
@@ -515,11 +523,19 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 			parts = append(parts, pre)
 		}
 	}
-	// The steps of a batch are pairwise independent, so their operations may come in any order
-	// after the shared creations: sorted by path, steps on one subtree are neighbours and
-	// Compact can test each node once for all of them.
+	// The steps of a batch are pairwise independent but for appends to one list, which must
+	// keep their order (plan.Fuser.FusableInOrder), so their operations may come in any order
+	// after the shared creations as long as those keep theirs: sorted by path (appends to one
+	// list under one key, plan.AppendKey, in the batch's order), steps on one subtree are
+	// neighbours and Compact can test each node once for all of them.
 	byPath := append([]step(nil), batch...)
-	sort.SliceStable(byPath, func(i, j int) bool { return ir.PathString(byPath[i].m.Path) < ir.PathString(byPath[j].m.Path) })
+	sortKey := func(m *ir.Mutation) string {
+		if k := plan.AppendKey(m); k != "" {
+			return k
+		}
+		return ir.PathString(m.Path)
+	}
+	sort.SliceStable(byPath, func(i, j int) bool { return sortKey(byPath[i].m) < sortKey(byPath[j].m) })
 	for _, s := range byPath {
 		ops, ok := opsOf[s.m]
 		if !ok || assume[s.m] != 0 {

@@ -475,17 +475,24 @@ func (f *footprint) toward(g *footprint) *footprint {
 }
 
 // interacts is affects for a pair, each footprint as the other sees it (toward).
-func interacts(f, g *footprint) (string, bool) { return f.toward(g).affects(g.toward(f)) }
+func interacts(f, g *footprint) (string, bool) { return interactsIf(f, g, false) }
 
-// affects says why running f can change what g does ("" when it cannot).
+// interactsIf is interacts, with overwritesIf's inOrder.
+func interactsIf(f, g *footprint, inOrder bool) (string, bool) {
+	return f.toward(g).affectsIf(g.toward(f), inOrder)
+}
+
 // affects says why running f can change what g does ("" when it cannot), and whether g reads
 // what f writes (a dependency that may need another round) rather than both writing one place
 // (which only needs the order).
-func (f *footprint) affects(g *footprint) (string, bool) {
+func (f *footprint) affects(g *footprint) (string, bool) { return f.affectsIf(g, false) }
+
+// affectsIf is affects, with overwritesIf's inOrder.
+func (f *footprint) affectsIf(g *footprint, inOrder bool) (string, bool) {
 	if r := f.feeds(g); r != "" {
 		return r, true
 	}
-	return f.overwrites(g), false
+	return f.overwritesIf(g, inOrder), false
 }
 
 // sameValueSamePath: do f and g set the same constant at the same field, in list elements that
@@ -605,7 +612,11 @@ func (f *footprint) feeds(g *footprint) string {
 }
 
 // overwrites says why f and g write the same place (order decides the result).
-func (f *footprint) overwrites(g *footprint) string {
+func (f *footprint) overwrites(g *footprint) string { return f.overwritesIf(g, false) }
+
+// overwritesIf is overwrites; with inOrder, f's operations come before g's in one expression,
+// which keeps the order of elements both append (orderedAppends).
+func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
 	for _, w := range f.writes {
 		for _, w2 := range g.writes {
 			if !prefixOf(w, w2) && !prefixOf(w2, w) {
@@ -622,12 +633,32 @@ func (f *footprint) overwrites(g *footprint) string {
 	}
 	for _, a := range f.appends {
 		for _, b := range g.appends {
+			if inOrder && orderedAppends(a, b) {
+				continue
+			}
 			if prefixOf(a[:len(a)-1], b[:len(b)-1]) && len(a) == len(b) && !prefixOf(a, b) {
 				return fmt.Sprintf("both append to %s, so the order of the new elements depends on which runs first", a[:len(a)-1])
 			}
 		}
 	}
 	return ""
+}
+
+// orderedAppends: do a and b append elements of different keys (one key field) to one list
+// that is not inside another list? Computed from one object in one expression, each appends its
+// element when its key is missing, and the "add .../-" operations put them in the order of the
+// operations; the list itself, when missing, is created once for both (SharedCreations).
+func orderedAppends(a, b path) bool {
+	l := len(a) - 1
+	if len(b) != len(a) || l < 1 || a[l].glob || b[l].glob || !a[l].list || !b[l].list || a[l].keyField != b[l].keyField || a[l].keyValue == b[l].keyValue {
+		return false
+	}
+	for i := 0; i < l; i++ {
+		if a[i] != b[i] || a[i].list {
+			return false
+		}
+	}
+	return true
 }
 
 // kindsOverlap: could one request be matched by both?
@@ -739,7 +770,33 @@ func (z *Fuser) Commute(a, b *ir.Mutation) bool {
 func (z *Fuser) Fusable(a, b *ir.Mutation) bool { return z.WhyNot(a, b) == "" }
 
 // WhyNot says why a and b cannot be fused ("" when they can).
-func (z *Fuser) WhyNot(a, b *ir.Mutation) string {
+func (z *Fuser) WhyNot(a, b *ir.Mutation) string { return z.whyNot(a, b, false) }
+
+// FusableInOrder reports whether b can be fused with a when a's operations come first: as
+// Fusable, and also when they only append elements of different keys to one list
+// (orderedAppends), whose order the operations' order keeps. Such a pair does not commute: a
+// schedule must not move b before a.
+func (z *Fuser) FusableInOrder(a, b *ir.Mutation) bool { return z.WhyNotInOrder(a, b) == "" }
+
+// WhyNotInOrder says why b cannot be fused with a when a's operations come first.
+func (z *Fuser) WhyNotInOrder(a, b *ir.Mutation) string { return z.whyNot(a, b, true) }
+
+// AppendKey is, for a mutation that may append an element to a keyed list outside other lists,
+// the list's path (the same for every such mutation of that list), else "": fused operations
+// sorted by it keep the order of appends to one list.
+func AppendKey(m *ir.Mutation) string {
+	for i, st := range m.Path {
+		if st.List {
+			if st.Glob || !m.MissingOK[i] {
+				return ""
+			}
+			return ir.PathString(m.Path[:i]) + "[+]"
+		}
+	}
+	return ""
+}
+
+func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	if !kindsOverlap(a.Match, b.Match) {
 		return ""
 	}
@@ -753,10 +810,10 @@ func (z *Fuser) WhyNot(a, b *ir.Mutation) string {
 		}
 		return fmt.Sprintf("%s %s", x.Source, r)
 	}
-	if r, _ := interacts(fa, fb); r != "" {
+	if r, _ := interactsIf(fa, fb, inOrder); r != "" {
 		return sentence(a, b, r)
 	}
-	if r, _ := interacts(fb, fa); r != "" {
+	if r, _ := interactsIf(fb, fa, inOrder); r != "" {
 		return sentence(b, a, r)
 	}
 	shared := 0

@@ -198,6 +198,47 @@ func TestFusable(t *testing.T) {
 	}
 }
 
+// TestFusableInOrder: appends of different keys to one list fuse when their operations keep
+// Gatekeeper's order, and only then; nothing else changes.
+func TestFusableInOrder(t *testing.T) {
+	ms := mutations(t,
+		assign("a", "spec.containers[name: foo].image", "i", ""),
+		assign("b", "spec.containers[name: bar]", "{name: bar, image: j}", ""),
+		assign("c", "spec.containers[name: foo].imagePullPolicy", "Always", ""),
+		assign("d", "spec.initContainers[name: foo].image", "i", ""),
+		assign("e", "spec.containers[name: *].env[name: A].value", "x", ""),
+		assign("f", "spec.containers[name: *].env[name: B].value", "y", ""),
+		assign("g", "spec.containers[name: *].tty", "true", ""),
+	)
+	byName := map[string]*ir.Mutation{}
+	for _, m := range ms {
+		byName[m.Source.Name] = m
+	}
+	z := plan.NewFuser()
+	for _, c := range []struct {
+		a, b           string
+		fusable, after bool
+	}{
+		{"a", "b", false, true},  // different keys, one list: in order only
+		{"b", "a", false, true},  // either order, as long as it is kept
+		{"a", "c", false, false}, // one key: the same element
+		{"a", "d", true, true},   // different lists
+		{"e", "f", false, false}, // lists inside list elements: not ordered by the operations
+		{"a", "g", false, false}, // the glob selects the new element
+	} {
+		x, y := byName[c.a], byName[c.b]
+		if got := z.Fusable(x, y); got != c.fusable {
+			t.Errorf("Fusable(%s, %s) = %v, want %v", c.a, c.b, got, c.fusable)
+		}
+		if got := z.FusableInOrder(x, y); got != c.after {
+			t.Errorf("FusableInOrder(%s, %s) = %v, want %v (%s)", c.a, c.b, got, c.after, z.WhyNotInOrder(x, y))
+		}
+		if z.FusableInOrder(x, y) && !c.fusable && z.Commute(x, y) {
+			t.Errorf("%s, %s: fusable only in order, yet said to commute", c.a, c.b)
+		}
+	}
+}
+
 // TestDefaultingCouplings: pairs whose second member reads a field the API server's defaulting
 // fills after the first member's mutation (and only those) are coupled.
 func TestDefaultingCouplings(t *testing.T) {

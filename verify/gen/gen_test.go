@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -72,6 +73,9 @@ func TestMutatorsAccepted(t *testing.T) {
 
 // TestCoverage checks that a thousand cases use every feature the generator is meant to cover,
 // and logs how often (go test -v).
+// containerKey finds the key of a location into one Pod container (spec.containers[name: x]).
+var containerKey = regexp.MustCompile(`^spec\.containers\[name: *["']?([^"'\]]+)["']?\]`)
+
 func TestCoverage(t *testing.T) {
 	seen := map[string]int{}
 	count := func(f string) { seen[f]++ }
@@ -87,8 +91,16 @@ func TestCoverage(t *testing.T) {
 		if n := len(c.Mutators); n >= 4 {
 			count("4+ mutators")
 		}
+		keys := map[string]bool{}
 		for _, m := range c.Mutators {
 			coverMutator(m, count)
+			loc, _, _ := unstructured.NestedString(m.Object, "spec", "location")
+			if k := containerKey.FindStringSubmatch(loc); k != nil && k[1] != "*" && m.GetKind() != "ModifySet" {
+				keys[k[1]] = true
+			}
+		}
+		if len(keys) >= 2 {
+			count("appends of two keys to containers")
 		}
 		for _, o := range c.Admitted() {
 			count("object " + o.GetKind())
@@ -113,6 +125,7 @@ func TestCoverage(t *testing.T) {
 		"applyTo operations", "applyTo two entries",
 		"object Pod", "object Namespace", "object Deployment", "object generateName", "object several containers",
 		"image digest", "image localhost:5000", "image my.reg", "image plain", "image docker.io",
+		"appends of two keys to containers",
 	}
 	var missing []string
 	for _, w := range want {

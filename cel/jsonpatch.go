@@ -34,7 +34,12 @@ func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
 // in the same patch, so a missing one is walked into as an empty object instead of being
 // created here with the mutation's subtree (which would overwrite what the others add).
 func JSONPatchAssuming(m *ir.Mutation, f Features, shared int) (Expr, error) {
-	g := &jpgen{m: m, f: f, shared: shared}
+	g := &jpgen{m: m, f: f, shared: shared, elem: -1}
+	for i, st := range m.Path {
+		if st.List {
+			g.elem = i
+		}
+	}
 	ops, err := g.walk(0, Ident("object"), ptr{})
 	if err != nil {
 		return nil, err
@@ -50,6 +55,10 @@ type jpgen struct {
 	m      *ir.Mutation
 	f      Features
 	shared int
+	// elem is the index of the last list step (the element m's completions go into), created
+	// the element sim or a walk created there last (nil once completed took it).
+	elem    int
+	created map[string]any
 }
 
 var emptyList = List()
@@ -154,12 +163,13 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 			}
 		} else if missingOK {
 			next := g.fresh(d)
+			g.created = nil
 			mut, v, err := g.sim(d+1, next)
 			if err != nil {
 				return nil, err
 			}
 			if mut {
-				if whenMissing, err = g.addValue(cp, v); err != nil {
+				if whenMissing, err = g.completed(func() (Expr, error) { return g.addValue(cp, v) }); err != nil {
 					return nil, err
 				}
 			}
@@ -219,12 +229,16 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 	var whenMissing Expr = emptyList
 	if missingOK {
 		next := g.fresh(d)
+		g.created = nil
 		mut, _, err := g.sim(d+1, next)
 		if err != nil {
 			return nil, err
 		}
+		if d == g.elem {
+			g.created = next.(map[string]any)
+		}
 		if mut {
-			if whenMissing, err = g.addValue(p.child("-"), next); err != nil {
+			if whenMissing, err = g.completed(func() (Expr, error) { return g.addValue(p.child("-"), next) }); err != nil {
 				return nil, err
 			}
 		}
@@ -250,11 +264,15 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 			return List(patchOp("add", p.child("-"), v)), nil
 		}
 		next := g.fresh(k)
+		g.created = nil
 		mut, _, err := g.sim(k+1, next)
 		if err != nil || !mut {
 			return emptyList, err
 		}
-		return g.addValue(p.child("-"), next)
+		if k == g.elem {
+			g.created = next.(map[string]any)
+		}
+		return g.completed(func() (Expr, error) { return g.addValue(p.child("-"), next) })
 	}
 	if st.List || !g.m.MissingOK[k] {
 		return emptyList, nil
@@ -270,11 +288,77 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 	if k < g.shared {
 		return g.intoEmpty(k+1, cp)
 	}
+	g.created = nil
 	mut, v, err := g.sim(k+1, g.fresh(k))
 	if err != nil || !mut {
 		return emptyList, err
 	}
-	return g.addValue(cp, v)
+	return g.completed(func() (Expr, error) { return g.addValue(cp, v) })
+}
+
+// completed is emit() for a value holding the list element this mutation created (g.created,
+// taken), with its completions (ir.Completion) set in the element: those whose By matches every
+// request the mutation's kinds do at once, the others each under the condition of By's match
+// (two variants per such completion).
+func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
+	elem := g.created
+	g.created = nil
+	if elem == nil || len(g.m.Completions) == 0 {
+		return emit()
+	}
+	base := deepCopyJSON(elem).(map[string]any)
+	var conds []Expr
+	var cs []ir.Completion
+	for _, c := range g.m.Completions {
+		when, err := CompletionGuard(c.By.Match)
+		if err != nil {
+			return nil, err
+		}
+		if when == True {
+			setPath(base, c.Path, deepCopyJSON(c.Value))
+		} else {
+			conds, cs = append(conds, when), append(cs, c)
+		}
+	}
+	reset := func(with []ir.Completion) {
+		clear(elem)
+		for k, v := range deepCopyJSON(base).(map[string]any) {
+			elem[k] = v
+		}
+		for _, c := range with {
+			setPath(elem, c.Path, deepCopyJSON(c.Value))
+		}
+	}
+	var build func(i int, with []ir.Completion) (Expr, error)
+	build = func(i int, with []ir.Completion) (Expr, error) {
+		if i == len(conds) {
+			reset(with)
+			return emit()
+		}
+		t, err := build(i+1, append(with[:len(with):len(with)], cs[i]))
+		if err != nil {
+			return nil, err
+		}
+		f, err := build(i+1, with)
+		if err != nil {
+			return nil, err
+		}
+		return condList(conds[i], t, f), nil
+	}
+	return build(0, nil)
+}
+
+// setPath sets the object fields path below m to v, creating the objects on the way.
+func setPath(m map[string]any, path []string, v any) {
+	for _, f := range path[:len(path)-1] {
+		next, ok := m[f].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[f] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
 }
 
 // forEach concatenates inner (a list(JSONPatch) over i<d>, e<d>) over the elements of cur that
@@ -420,6 +504,9 @@ func (g *jpgen) sim(d int, cur any) (bool, any, error) {
 	next := g.fresh(d)
 	l = append(l, next)
 	mut, _, err := g.sim(d+1, next)
+	if d == g.elem {
+		g.created = next.(map[string]any)
+	}
 	return mut, l, err
 }
 

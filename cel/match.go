@@ -251,3 +251,14 @@ func requestNamespace() Expr {
 	r := Ident("request")
 	return Cond(Has(r, "namespace"), Field(r, "namespace"), Str(""))
 }
+
+// CompletionGuard is the part of a mutation's match that a request may fail although another
+// mutation, of the same kinds and operations, matches it: scope, namespaces, name and namespace
+// selector (True when there is none). For ir.Completion's By.
+func CompletionGuard(m ir.Match) (Expr, error) {
+	ns, err := NamespaceSelectorMatch(m.NamespaceSelector)
+	if err != nil {
+		return nil, err
+	}
+	return And(ScopeMatch(m.Scope), NamespacesMatch(m.Namespaces), ExcludedNamespacesMatch(m.ExcludedNamespaces), NameMatch(m.Name), ns), nil
+}

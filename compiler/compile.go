@@ -185,6 +185,10 @@ func Compile(docs []*source.Document, opts Options) *Output {
 				keep = append(keep, m)
 			}
 		}
+		// New elements get the values earlier mutators set in them in Gatekeeper's next pass
+		// (plan.Complete); footprints depend on them, so they are computed afresh.
+		plan.Complete(keep)
+		fz = plan.NewFuser()
 		out.Groups = fz.Plan(keep)
 		more := false
 		for _, g := range out.Groups {

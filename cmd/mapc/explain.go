@@ -12,9 +12,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
@@ -113,6 +115,9 @@ type explainedGroup struct {
 	// AlsoIn lists the kinds' policies a group for every kind also runs in; Policy then excludes
 	// those kinds' resources.
 	AlsoIn []string `json:"alsoIn,omitempty"`
+	// Completed lists the list elements mutators create with values earlier mutators set there
+	// in Gatekeeper's next pass (plan.Complete).
+	Completed []string `json:"completedElements,omitempty"`
 }
 
 // explainedPolicy lists what each mutation of a fused policy computes.
@@ -168,6 +173,14 @@ func explained(out *compiler.Output) []explainedGroup {
 		}
 		for _, m := range g.Mutations {
 			eg.Mutators = append(eg.Mutators, m.Source.String())
+			for _, c := range m.Completions {
+				v, _ := json.Marshal(c.Value)
+				when := ""
+				if g, err := cel.CompletionGuard(c.By.Match); err == nil && g != cel.True {
+					when = " where its match holds"
+				}
+				eg.Completed = append(eg.Completed, fmt.Sprintf("%s creates %s with %s: %s, which %s sets there in Gatekeeper's next pass%s", m.Source, elementPath(m), strings.Join(c.Path, "."), v, c.By.Source, when))
+			}
 		}
 		if i < len(out.AlsoIn) {
 			for _, p := range out.AlsoIn[i] {
@@ -306,6 +319,9 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		}
 		if len(g.Mutators) == 1 {
 			fmt.Fprintf(w, "%s: %s alone (interacts with no other mutator)%s\n", g.Policy, g.Mutators[0], also)
+			for _, c := range g.Completed {
+				fmt.Fprintf(w, "  %s\n", c)
+			}
 			continue
 		}
 		if also != "" {
@@ -321,6 +337,9 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		}
 		for _, t := range g.Together {
 			fmt.Fprintf(w, "  computed in one expression (the API server defaults the object between mutations): %s\n", t)
+		}
+		for _, c := range g.Completed {
+			fmt.Fprintf(w, "  %s\n", c)
 		}
 	}
 	for _, p := range explainedPolicies(out) {
@@ -343,4 +362,15 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 			}
 		}
 	}
+}
+
+// elementPath is m's path up to the last list element on it (the element it creates).
+func elementPath(m *ir.Mutation) string {
+	last := len(m.Path) - 1
+	for i, st := range m.Path {
+		if st.List {
+			last = i
+		}
+	}
+	return ir.PathString(m.Path[:last+1])
 }

@@ -225,3 +225,33 @@ func TestExplainMutations(t *testing.T) {
 		t.Errorf("text explain (exit %d, %s):\n%s", code, errs, text)
 	}
 }
+
+// TestExplainCompletions: explain names the new elements written with the values earlier
+// mutators set in them in Gatekeeper's next pass.
+func TestExplainCompletions(t *testing.T) {
+	mutators := "../../testdata/golden/completed-new-elements/mutators.yaml"
+	code, out, errs := runCLI(t, "", "explain", "-f", mutators, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Groups []struct{ CompletedElements []string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, g := range doc.Groups {
+		all = append(all, g.CompletedElements...)
+	}
+	got := strings.Join(all, "\n")
+	for _, want := range []string{
+		`Assign/c-debug-image creates spec.containers[name: debug] with imagePullPolicy: "Always", which Assign/a-pull-always sets there in Gatekeeper's next pass`,
+		`Assign/c-debug-image creates spec.containers[name: debug] with securityContext.privileged: false, which Assign/b-debug-unprivileged sets there in Gatekeeper's next pass where its match holds`,
+		`AssignImage/d-proxy-image creates spec.containers[name: proxy] with tty: true, which Assign/e-all-tty sets there`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}

@@ -41,6 +41,17 @@ type Mutation struct {
 	ExistsOK  []bool
 	MissingOK []bool
 	Op        Op
+	// Completions are values other mutators set in the list element this mutation creates, in
+	// Gatekeeper's next pass: the new element is written with them (plan.Complete).
+	Completions []Completion
+}
+
+// Completion is a value By (a constant Assign sorted before the mutation) sets at Path (object
+// fields below the element) in the element the mutation creates, whenever By's match holds.
+type Completion struct {
+	Path  []string
+	Value any
+	By    *Mutation
 }
 
 // Step is one element of a path: an object field, or a list element selected by key or glob.

@@ -355,6 +355,12 @@ func footprintOf(m *ir.Mutation) *footprint {
 			f.literal, f.elemAt = createdElement(m, op.Value)
 		}
 	}
+	if _, ok := m.Op.(ir.RewriteImage); ok {
+		f.literal, f.elemAt = createdElement(m, f.valueOrImage())
+		if f.elemAt == len(m.Path)-1 {
+			f.literal = nil
+		}
+	}
 	for _, k := range selectorKeys(m.Match) {
 		f.values = append(f.values, path{{field: "metadata"}, {field: "labels"}, {field: k}})
 	}
@@ -430,7 +436,7 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 			return false
 		}
 	}
-	var v any = f.literal
+	var v any = f.literalFor(g.m)
 	for _, s := range g.full[f.elemAt+1:] {
 		obj, ok := v.(map[string]any)
 		if s.list || s.field == anyField || !ok {
@@ -441,6 +447,48 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 		}
 	}
 	return reflect.DeepEqual(v, g.value)
+}
+
+// literalFor is f.literal as g finds it in Gatekeeper's pass after f created it: with f's
+// completions (Complete) by g itself and by mutations that apply to every request f applies to.
+func (f *footprint) literalFor(g *ir.Mutation) map[string]any {
+	if len(f.m.Completions) == 0 {
+		return f.literal
+	}
+	lit := deepCopy(f.literal).(map[string]any)
+	for _, c := range f.m.Completions {
+		if when, err := cel.CompletionGuard(c.By.Match); c.By == g || err == nil && when == cel.True {
+			m := lit
+			for _, field := range c.Path[:len(c.Path)-1] {
+				next, ok := m[field].(map[string]any)
+				if !ok {
+					next = map[string]any{}
+					m[field] = next
+				}
+				m = next
+			}
+			m[c.Path[len(c.Path)-1]] = deepCopy(c.Value)
+		}
+	}
+	return lit
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
 }
 
 // toward is f as g sees it: when g keeps the element f creates (keepsLiteral), creating or

@@ -304,3 +304,62 @@ func TestDefaultingCouplings(t *testing.T) {
 		})
 	}
 }
+
+// TestComplete: which values of earlier mutators a new element is written with.
+func TestComplete(t *testing.T) {
+	mustNotExistPull := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
+	inProd := "  match:\n    namespaces: [prod]\n"
+	withMatch := func(doc, match string) string {
+		return strings.Replace(doc, "  location:", match+"  location:", 1)
+	}
+	labelled := "  match:\n    labelSelector: {matchLabels: {a: b}}\n"
+	for _, c := range []struct {
+		name string
+		docs []string
+		want string // the last mutation's completions
+	}{
+		{"a glob sorted before the creator",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[imagePullPolicy=Always by a-pull]"},
+		{"a glob sorted after it acts in the same pass",
+			[]string{assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", ""), assign("c-pull", "spec.containers[name: *].imagePullPolicy", "Always", "")},
+			"[]"},
+		{"a whole element is replaced in every pass",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy}", "")},
+			"[]"},
+		{"a field the new element has is left alone",
+			[]string{assign("a-pull", "spec.containers[name: *].image", "nginx", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[]"},
+		{"a conditional writer, in nested fields",
+			[]string{withMatch(assign("a-priv", "spec.containers[name: *].securityContext.privileged", "false", ""), inProd), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[securityContext.privileged=false by a-priv]"},
+		{"not with a label selector",
+			[]string{withMatch(assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), labelled), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[]"},
+		{"not when another mutator reads on the way",
+			[]string{assign("a-nonroot", "spec.containers[name: *].securityContext.runAsNonRoot", "true", ""), assign("a-priv", "spec.containers[name: *].securityContext.privileged", "false", "    pathTests:\n    - subPath: 'spec.containers[name: *].securityContext'\n      condition: MustNotExist\n"), assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[imagePullPolicy=Always by a-pull]"},
+		{"not when another writes another value there",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("a-pull-2", "spec.containers[name: *].imagePullPolicy", "Never", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[]"},
+		{"a writer of the same value is no obstacle",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("a-pull-2", "spec.containers[name: *].imagePullPolicy", "Always", mustNotExistPull), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[imagePullPolicy=Always by a-pull]"},
+		{"not with a test the new element fails",
+			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustExist\n"), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
+			"[]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms := mutations(t, c.docs...)
+			plan.Complete(ms)
+			last := ms[len(ms)-1]
+			var got []string
+			for _, cp := range last.Completions {
+				got = append(got, fmt.Sprintf("%s=%v by %s", strings.Join(cp.Path, "."), cp.Value, cp.By.Source.Name))
+			}
+			if fmt.Sprint(got) != c.want && !(len(got) == 0 && c.want == "[]") {
+				t.Errorf("completions %v, want %s", got, c.want)
+			}
+		})
+	}
+}

@@ -528,7 +528,34 @@ func (g *generator) scenario() {
 			g.record(m, loc)
 		}
 	}
-	switch r.IntN(8) {
+	switch r.IntN(9) {
+	case 8: // a glob sets a field in every container; a later-sorted AssignImage creates one
+		fields := pick(r, [][]string{{"imagePullPolicy"}, {"workingDir"}, {"securityContext", "privileged"}})
+		gm, gl := g.assign(pod, sub(glob, fields...))
+		im, il := g.assignImage(pod, sub(c(pick(r, ContainerNames)), "image"))
+		if gm == nil || im == nil {
+			return
+		}
+		spec := gm["spec"].(map[string]any)
+		spec["applyTo"] = im["spec"].(map[string]any)["applyTo"] // the same kinds and operations
+		switch x := r.IntN(10); {
+		case x < 4:
+			delete(spec, "match")
+		case x < 7:
+			spec["match"] = map[string]any{"namespaces": []any{pick(r, g.namespaces).name}}
+		}
+		if r.chance(0.6) {
+			delete(spec["parameters"].(map[string]any), "pathTests")
+		}
+		add(gm, gl)
+		add(im, il)
+		if r.chance(0.3) { // another writer of that field: the same value, or not
+			om, ol := g.assign(pod, sub(glob, fields...))
+			if om != nil && r.chance(0.5) {
+				om["spec"].(map[string]any)["parameters"].(map[string]any)["assign"] = spec["parameters"].(map[string]any)["assign"]
+			}
+			add(om, ol)
+		}
 	case 6: // a sidecar that already holds what a glob (or a keyed Assign) sets in it
 		pp := sub(glob, "imagePullPolicy")
 		m, loc := g.assign(pod, pp)

@@ -1,0 +1,201 @@
+package plan
+
+import (
+	"reflect"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
+// maxConditionalCompletions bounds the completions of one mutation that hold only for some
+// requests: each doubles the variants of the new element its expression writes.
+const maxConditionalCompletions = 2
+
+// Complete sets each mutation's Completions (ms in Gatekeeper's order), replacing any it had.
+//
+// A mutation f that creates a list element when its key is missing (the element is new; when
+// it exists f only writes its own field in it) gets there, in Gatekeeper, the constants that
+// mutations sorted before f set in every element (or that element): not in the pass that
+// created it, but in the next. The element is then written with those values at once, and
+// those mutations find in it what they write (keepsLiteral): no second round for it. A value g
+// sets at S below the element becomes a completion when:
+//   - g applies to every request f does, but for its scope, namespaces, name or namespace
+//     selector (which decide the completion, cel.CompletionGuard), and has no label selector
+//     (the object's labels may change within the request);
+//   - g would write it in the new element: its tests pass there, it creates no list element, S
+//     holds object fields only, and the element f creates has no field on S;
+//   - nothing else reads or writes at, above or below S in such elements, but for writers of
+//     the same value there (whichever writes it, it is that value), and f's own field is not on
+//     S: what g then sets stays as it is, and no decision depends on when it was set.
+//
+// f is not a whole-element Assign: that replaces the element in every pass, after g.
+func Complete(ms []*ir.Mutation) {
+	fps := make([]*footprint, len(ms))
+	for i, m := range ms {
+		m.Completions = nil
+		fps[i] = footprintOf(m)
+	}
+	for fi, f := range ms {
+		fp := fps[fi]
+		lit, e := createdElement(f, fp.valueOrImage())
+		if lit == nil || e == len(f.Path)-1 || !topLevel(f.Path, e) {
+			continue
+		}
+		var slots [][]string
+		conditional := 0
+	candidates:
+		for gi := 0; gi < fi; gi++ {
+			g := ms[gi]
+			sv, ok := g.Op.(ir.SetValue)
+			if !ok || sv.FromMetadata != "" || g.Match.LabelSelector != nil || !coversRules(g.Match, f.Match) {
+				continue
+			}
+			s, ok := completionSlot(g, f, e, lit)
+			if !ok {
+				continue
+			}
+			for _, done := range slots {
+				if reflect.DeepEqual(done, s) {
+					continue candidates // an earlier writer of the same value completes it
+				}
+			}
+			if !exclusive(ms, fps, fi, gi, e, s) {
+				continue
+			}
+			when, err := cel.CompletionGuard(g.Match)
+			if err != nil {
+				continue
+			}
+			if when != cel.True {
+				if conditional == maxConditionalCompletions {
+					continue
+				}
+				conditional++
+			}
+			slots = append(slots, s)
+			f.Completions = append(f.Completions, ir.Completion{Path: s, Value: sv.Value, By: g})
+		}
+	}
+}
+
+// valueOrImage is the constant the mutation writes at its location when it is missing: an
+// Assign's value, or an AssignImage's reference built from nothing (nil when none).
+func (f *footprint) valueOrImage() any {
+	switch op := f.m.Op.(type) {
+	case ir.SetValue:
+		if op.FromMetadata == "" {
+			return op.Value
+		}
+	case ir.RewriteImage:
+		return cel.RewriteImageString("", op)
+	}
+	return nil
+}
+
+// topLevel: is the list step e the first list step of p?
+func topLevel(p []ir.Step, e int) bool {
+	for i := 0; i < e; i++ {
+		if p[i].List {
+			return false
+		}
+	}
+	return p[e].List && !p[e].Glob
+}
+
+// coversRules: does every request f's rules admit also satisfy g's rules (same group and kind,
+// every operation)?
+func coversRules(g, f ir.Match) bool {
+	if len(f.Rules) == 0 || len(g.Rules) == 0 {
+		return false
+	}
+	for _, rf := range f.Rules {
+		found := false
+		for _, rg := range g.Rules {
+			if rg.Group == rf.Group && rg.Kind == rf.Kind && rg.Version == rf.Version && subset(rf.Operations, rg.Operations) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// completionSlot is S, the fields below the element where g writes in the element f creates
+// (literal lit, list step e), when g would write there: g's path runs through the same list to
+// that element (a glob, or its key without creating it) and then through object fields only,
+// none of them on lit, with every test of g passing on the new element.
+func completionSlot(g, f *ir.Mutation, e int, lit map[string]any) ([]string, bool) {
+	if len(g.Path) <= e+1 {
+		return nil, false
+	}
+	for i := 0; i < e; i++ {
+		if g.Path[i] != f.Path[i] || !g.ExistsOK[i] {
+			return nil, false // another list, or a test the list's existence fails
+		}
+	}
+	st, fst := g.Path[e], f.Path[e]
+	if !st.List || st.KeyField != fst.KeyField || !st.Glob && (st.KeyValue != fst.KeyValue || g.MissingOK[e]) || !g.ExistsOK[e] {
+		return nil, false
+	}
+	var s []string
+	var cur any = lit
+	for i := e + 1; i < len(g.Path); i++ {
+		step := g.Path[i]
+		if step.List || i == e+1 && step.Field == st.KeyField {
+			return nil, false
+		}
+		if cur != nil {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if cur, ok = m[step.Field]; ok {
+				return nil, false // f's element has a field on the way: S is not new there
+			}
+			cur = nil
+		}
+		if !g.MissingOK[i] {
+			return nil, false // g writes nothing where the field is missing
+		}
+		s = append(s, step.Field)
+	}
+	return s, true
+}
+
+// exclusive: does no mutation other than f and g (and writers of g's value at exactly that
+// place) read or write at, above or below the slot S of f's element, within such elements?
+func exclusive(ms []*ir.Mutation, fps []*footprint, fi, gi, e int, s []string) bool {
+	f, g := fps[fi], fps[gi]
+	slot := append(path(nil), f.full[:e+1]...)
+	for _, field := range s {
+		slot = append(slot, seg{field: field})
+	}
+	touches := func(p path) bool {
+		// Only paths that reach into elements (a member selection alone does not look inside).
+		return len(p) > e+1 && (prefixOf(p, slot) || prefixOf(slot, p))
+	}
+	if touches(f.full) {
+		return false
+	}
+	for hi, h := range fps {
+		if hi == fi || hi == gi || !kindsOverlap(ms[hi].Match, ms[fi].Match) {
+			continue
+		}
+		same := h.setValue != "" && h.setValue == g.setValue && len(h.full) == len(slot) && prefixOf(h.full, slot) && len(h.appends) == 0
+		for _, group := range [][]path{h.writes, h.creates, h.exists, h.values, h.keys, h.appends, {h.full}} {
+			for _, p := range group {
+				if !touches(p) {
+					continue
+				}
+				if same && len(p) == len(slot) {
+					continue // its write of the value, or its test of that very field
+				}
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -29,22 +29,58 @@ const maxConditionalCompletions = 2
 //     S: what g then sets stays as it is, and no decision depends on when it was set.
 //
 // f is not a whole-element Assign: that replaces the element in every pass, after g.
+//
+// Only the mutations through one list are compared (and none when a list has more than
+// maxCompleteList of them: completing is an optimisation, and its checks grow with the square).
 func Complete(ms []*ir.Mutation) {
-	fps := make([]*footprint, len(ms))
+	byList := map[string][]int{}
+	var flat []int // mutations through no list, which may write a list or its parents whole
 	for i, m := range ms {
 		m.Completions = nil
-		fps[i] = footprintOf(m)
+		through := false
+		for j, st := range m.Path {
+			if st.List {
+				k := ir.PathString(m.Path[:j])
+				byList[k] = append(byList[k], i)
+				through = true
+				break
+			}
+		}
+		if !through {
+			flat = append(flat, i)
+		}
 	}
-	for fi, f := range ms {
-		fp := fps[fi]
-		lit, e := createdElement(f, fp.valueOrImage())
+	fps := map[int]*footprint{}
+	fp := func(i int) *footprint {
+		if fps[i] == nil {
+			fps[i] = footprintOf(ms[i])
+		}
+		return fps[i]
+	}
+	for _, idx := range byList {
+		if len(idx) > maxCompleteList {
+			continue
+		}
+		completeList(ms, idx, flat, fp)
+	}
+}
+
+// maxCompleteList bounds the mutations through one list that Complete compares.
+const maxCompleteList = 64
+
+// completeList is Complete for the mutations idx (ascending) through one list; flat are the
+// mutations through no list.
+func completeList(ms []*ir.Mutation, idx, flat []int, fp func(int) *footprint) {
+	for n, fi := range idx {
+		f := ms[fi]
+		lit, e := createdElement(f, fp(fi).valueOrImage())
 		if lit == nil || e == len(f.Path)-1 || !topLevel(f.Path, e) {
 			continue
 		}
 		var slots [][]string
 		conditional := 0
 	candidates:
-		for gi := 0; gi < fi; gi++ {
+		for _, gi := range idx[:n] {
 			g := ms[gi]
 			sv, ok := g.Op.(ir.SetValue)
 			if !ok || sv.FromMetadata != "" || g.Match.LabelSelector != nil || !coversRules(g.Match, f.Match) {
@@ -59,7 +95,7 @@ func Complete(ms []*ir.Mutation) {
 					continue candidates // an earlier writer of the same value completes it
 				}
 			}
-			if !exclusive(ms, fps, fi, gi, e, s) {
+			if !exclusive(ms, idx, fp, fi, gi, e, s) || !exclusive(ms, flat, fp, fi, gi, e, s) {
 				continue
 			}
 			when, err := cel.CompletionGuard(g.Match)
@@ -165,29 +201,36 @@ func completionSlot(g, f *ir.Mutation, e int, lit map[string]any) ([]string, boo
 	return s, true
 }
 
-// exclusive: does no mutation other than f and g (and writers of g's value at exactly that
-// place) read or write at, above or below the slot S of f's element, within such elements?
-func exclusive(ms []*ir.Mutation, fps []*footprint, fi, gi, e int, s []string) bool {
-	f, g := fps[fi], fps[gi]
+// exclusive: does no mutation of idx other than f and g (and writers of g's value at exactly
+// that place) read or write at, above or below the slot S of f's element, within such elements
+// (or write the list or a parent whole)?
+func exclusive(ms []*ir.Mutation, idx []int, fp func(int) *footprint, fi, gi, e int, s []string) bool {
+	f, g := fp(fi), fp(gi)
 	slot := append(path(nil), f.full[:e+1]...)
 	for _, field := range s {
 		slot = append(slot, seg{field: field})
 	}
-	touches := func(p path) bool {
-		// Only paths that reach into elements (a member selection alone does not look inside).
+	// touches: does p reach into elements at, above or below the slot (a member selection alone
+	// does not look inside them), or, when whole is set (p is written or read as a value), is
+	// it the list or a parent?
+	touches := func(p path, whole bool) bool {
+		if whole && len(p) <= e && prefixOf(p, slot) {
+			return true
+		}
 		return len(p) > e+1 && (prefixOf(p, slot) || prefixOf(slot, p))
 	}
-	if touches(f.full) {
+	if touches(f.full, false) {
 		return false
 	}
-	for hi, h := range fps {
+	for _, hi := range idx {
 		if hi == fi || hi == gi || !kindsOverlap(ms[hi].Match, ms[fi].Match) {
 			continue
 		}
+		h := fp(hi)
 		same := h.setValue != "" && h.setValue == g.setValue && len(h.full) == len(slot) && prefixOf(h.full, slot) && len(h.appends) == 0
-		for _, group := range [][]path{h.writes, h.creates, h.exists, h.values, h.keys, h.appends, {h.full}} {
+		for gi, group := range [][]path{h.writes, h.values, {h.full}, h.creates, h.exists, h.keys, h.appends} {
 			for _, p := range group {
-				if !touches(p) {
+				if !touches(p, gi < 3) {
 					continue
 				}
 				if same && len(p) == len(slot) {

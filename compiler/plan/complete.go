@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"strings"
 
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
@@ -57,11 +58,17 @@ func Complete(ms []*ir.Mutation) {
 		}
 		return fps[i]
 	}
-	for _, idx := range byList {
+	for list, idx := range byList {
 		if len(idx) > maxCompleteList {
 			continue
 		}
-		completeList(ms, idx, flat, fp)
+		var above []int // the flat ones on the way to the list
+		for _, i := range flat {
+			if p := ir.PathString(ms[i].Path); list == p || strings.HasPrefix(list, p+".") {
+				above = append(above, i)
+			}
+		}
+		completeList(ms, idx, above, fp)
 	}
 }
 

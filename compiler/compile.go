@@ -123,7 +123,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	}
 	var ms []*ir.Mutation
 	sc := schemaCache{}
-	fz := plan.NewFuser() // footprints, computed once for planning and fusing
+	var fz *plan.Fuser // footprints, computed once per plan for planning and fusing
 	outside := map[*ir.Mutation][]ir.Rule{}
 	for _, m := range fe.Mutations {
 		// Kinds whose schema lacks the location: the API server drops Gatekeeper's write there.

@@ -195,10 +195,10 @@ func completionSlot(g, f *ir.Mutation, e int, lit map[string]any) ([]string, boo
 			if !ok {
 				return nil, false
 			}
-			if cur, ok = m[step.Field]; ok {
+			if _, has := m[step.Field]; has {
 				return nil, false // f's element has a field on the way: S is not new there
 			}
-			cur = nil
+			cur = nil // below a missing field, everything is new
 		}
 		if !g.MissingOK[i] {
 			return nil, false // g writes nothing where the field is missing

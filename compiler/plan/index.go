@@ -130,7 +130,7 @@ func (t *trie) up(a path, fn func(owners []int)) {
 	walk(&t.root, 0)
 }
 
-// candidates returns, for each mutation f, the mutations g (ascending) for which f.affects(g)
+// candidates returns, for each mutation f, the mutations g (ascending) for which interacts(f, g)
 // or f.coupling(g) may find something. Those tests compare:
 //   - a path w that f writes with g's exists, members, values, keys or writes below it
 //     (prefixOf(w, x)): down(w) for every w;

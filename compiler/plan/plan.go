@@ -525,17 +525,14 @@ func (f *footprint) toward(g *footprint) *footprint {
 // interacts is affects for a pair, each footprint as the other sees it (toward).
 func interacts(f, g *footprint) (string, bool) { return interactsIf(f, g, false) }
 
-// interactsIf is interacts, with overwritesIf's inOrder.
+// interactsIf is interacts, with overwritesIf's inOrder (affectsIf for the pair).
 func interactsIf(f, g *footprint, inOrder bool) (string, bool) {
 	return f.toward(g).affectsIf(g.toward(f), inOrder)
 }
 
-// affects says why running f can change what g does ("" when it cannot), and whether g reads
+// affectsIf says why running f can change what g does ("" when it cannot), and whether g reads
 // what f writes (a dependency that may need another round) rather than both writing one place
-// (which only needs the order).
-func (f *footprint) affects(g *footprint) (string, bool) { return f.affectsIf(g, false) }
-
-// affectsIf is affects, with overwritesIf's inOrder.
+// (which only needs the order); inOrder is overwritesIf's.
 func (f *footprint) affectsIf(g *footprint, inOrder bool) (string, bool) {
 	if r := f.feeds(g); r != "" {
 		return r, true
@@ -659,11 +656,9 @@ func (f *footprint) feeds(g *footprint) string {
 	return ""
 }
 
-// overwrites says why f and g write the same place (order decides the result).
-func (f *footprint) overwrites(g *footprint) string { return f.overwritesIf(g, false) }
-
-// overwritesIf is overwrites; with inOrder, f's operations come before g's in one expression,
-// which keeps the order of elements both append (orderedAppends).
+// overwritesIf says why f and g write the same place (order decides the result); with inOrder,
+// f's operations come before g's in one expression, which keeps the order of elements both
+// append (orderedAppends).
 func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
 	for _, w := range f.writes {
 		for _, w2 := range g.writes {

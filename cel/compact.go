@@ -123,39 +123,14 @@ func appends(e Expr) []string {
 	var out []string
 	var walk func(e Expr)
 	walk = func(e Expr) {
-		var kids []Expr
-		switch x := e.(type) {
-		case object:
-			if x.typeName == "JSONPatch" {
-				if op, base, rel, _, ok := readOp(x); ok && op == "add" && base == "" && strings.HasSuffix(rel, "/-") {
-					out = append(out, rel)
-				}
-				return
+		if x, ok := e.(object); ok && x.typeName == "JSONPatch" {
+			if op, base, rel, _, ok := readOp(x); ok && op == "add" && base == "" && strings.HasSuffix(rel, "/-") {
+				out = append(out, rel)
 			}
-			kids = x.vals
-		case cond:
-			kids = []Expr{x.c, x.t, x.f}
-		case binary:
-			kids = []Expr{x.l, x.r}
-		case unary:
-			kids = []Expr{x.x}
-		case listExpr:
-			kids = x.elems
-		case optList:
-			kids = x.elems
-		case mapExpr:
-			kids = x.vals
-		case call:
-			kids = append([]Expr{x.target}, x.args...)
-		case index:
-			kids = []Expr{x.operand, x.key}
-		case field:
-			kids = []Expr{x.operand}
+			return
 		}
-		for _, k := range kids {
-			if k != nil {
-				walk(k)
-			}
+		for _, k := range children(e) {
+			walk(k)
 		}
 	}
 	walk(e)
@@ -196,16 +171,27 @@ type opPath struct{ base, rel string }
 
 // opPaths lists the paths of the JSONPatch operations in e; false if one cannot be read.
 func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
+	if x, ok := e.(object); ok && x.typeName == "JSONPatch" {
+		_, base, rel, _, ok := readOp(x)
+		if !ok {
+			return nil, false
+		}
+		return append(acc, opPath{base, rel}), true
+	}
+	for _, k := range children(e) {
+		var ok bool
+		if acc, ok = opPaths(k, acc); !ok {
+			return nil, false
+		}
+	}
+	return acc, true
+}
+
+// children are the operands of e (nil ones left out).
+func children(e Expr) []Expr {
 	var kids []Expr
 	switch x := e.(type) {
 	case object:
-		if x.typeName == "JSONPatch" {
-			_, base, rel, _, ok := readOp(x)
-			if !ok {
-				return nil, false
-			}
-			return append(acc, opPath{base, rel}), true
-		}
 		kids = x.vals
 	case cond:
 		kids = []Expr{x.c, x.t, x.f}
@@ -226,46 +212,21 @@ func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
 	case field:
 		kids = []Expr{x.operand}
 	}
+	out := kids[:0:0]
 	for _, k := range kids {
-		if k == nil {
-			continue
-		}
-		var ok bool
-		if acc, ok = opPaths(k, acc); !ok {
-			return nil, false
+		if k != nil {
+			out = append(out, k)
 		}
 	}
-	return acc, true
+	return out
 }
 
 // hasPre: does e hold a shared creation?
 func hasPre(e Expr) bool {
-	switch x := e.(type) {
-	case object:
-		if x.pre {
-			return true
-		}
-		return anyPre(x.vals)
-	case cond:
-		return hasPre(x.c) || hasPre(x.t) || hasPre(x.f)
-	case binary:
-		return hasPre(x.l) || hasPre(x.r)
-	case unary:
-		return hasPre(x.x)
-	case listExpr:
-		return anyPre(x.elems)
-	case optList:
-		return anyPre(x.elems)
-	case mapExpr:
-		return anyPre(x.vals)
-	case call:
-		return x.target != nil && hasPre(x.target) || anyPre(x.args)
-	case index:
-		return hasPre(x.operand) || hasPre(x.key)
-	case field:
-		return hasPre(x.operand)
+	if x, ok := e.(object); ok && x.pre {
+		return true
 	}
-	return false
+	return anyPre(children(e))
 }
 
 func anyPre(xs []Expr) bool {

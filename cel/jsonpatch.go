@@ -306,7 +306,7 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 	if elem == nil || len(g.m.Completions) == 0 {
 		return emit()
 	}
-	base := deepCopyJSON(elem).(map[string]any)
+	base := CopyJSON(elem).(map[string]any)
 	var conds []Expr
 	var cs []ir.Completion
 	for _, c := range g.m.Completions {
@@ -315,18 +315,18 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 			return nil, err
 		}
 		if when == True {
-			setPath(base, c.Path, deepCopyJSON(c.Value))
+			SetPath(base, c.Path, CopyJSON(c.Value))
 		} else {
 			conds, cs = append(conds, when), append(cs, c)
 		}
 	}
 	reset := func(with []ir.Completion) {
 		clear(elem)
-		for k, v := range deepCopyJSON(base).(map[string]any) {
+		for k, v := range CopyJSON(base).(map[string]any) {
 			elem[k] = v
 		}
 		for _, c := range with {
-			setPath(elem, c.Path, deepCopyJSON(c.Value))
+			SetPath(elem, c.Path, CopyJSON(c.Value))
 		}
 	}
 	var build func(i int, with []ir.Completion) (Expr, error)
@@ -348,8 +348,8 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 	return build(0, nil)
 }
 
-// setPath sets the object fields path below m to v, creating the objects on the way.
-func setPath(m map[string]any, path []string, v any) {
+// SetPath sets the object fields path below m to v, creating the objects on the way.
+func SetPath(m map[string]any, path []string, v any) {
 	for _, f := range path[:len(path)-1] {
 		next, ok := m[f].(map[string]any)
 		if !ok {
@@ -587,9 +587,9 @@ func (g *jpgen) leafMissing() (any, bool, error) {
 			e, err := g.setValueExpr(op)
 			return leaf{e}, true, err
 		}
-		return deepCopyJSON(op.Value), true, nil
+		return CopyJSON(op.Value), true, nil
 	case ir.MergeSet:
-		return deepCopyJSON(op.Values), true, nil
+		return CopyJSON(op.Values), true, nil
 	case ir.PruneSet:
 		return nil, false, nil
 	case ir.RewriteImage:
@@ -690,18 +690,19 @@ outer:
 	return out
 }
 
-func deepCopyJSON(v any) any {
+// CopyJSON is a deep copy of a JSON-like value (maps, lists, scalars).
+func CopyJSON(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = deepCopyJSON(e)
+			out[k] = CopyJSON(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = deepCopyJSON(e)
+			out[i] = CopyJSON(e)
 		}
 		return out
 	}

@@ -148,22 +148,7 @@ func topLevel(p []ir.Step, e int) bool {
 // coversRules: does every request f's rules admit also satisfy g's rules (same group and kind,
 // every operation)?
 func coversRules(g, f ir.Match) bool {
-	if len(f.Rules) == 0 || len(g.Rules) == 0 {
-		return false
-	}
-	for _, rf := range f.Rules {
-		found := false
-		for _, rg := range g.Rules {
-			if rg.Group == rf.Group && rg.Kind == rf.Kind && rg.Version == rf.Version && subset(rf.Operations, rg.Operations) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return len(f.Rules) > 0 && len(g.Rules) > 0 && rulesCover(g.Rules, f.Rules)
 }
 
 // completionSlot is S, the fields below the element where g writes in the element f creates

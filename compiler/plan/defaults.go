@@ -454,14 +454,18 @@ func matchesAll(a, b ir.Match) bool {
 	if len(a.Rules) == 0 {
 		return len(a.Operations) == 0 || len(b.Rules) == 0 && len(b.Operations) > 0 && subset(b.Operations, a.Operations)
 	}
-	if len(b.Rules) == 0 {
-		return false
-	}
-	for _, rb := range b.Rules {
+	return len(b.Rules) > 0 && rulesCover(a.Rules, b.Rules)
+}
+
+// rulesCover: does every rule of b (group, version, kind, operations) have one in a with the
+// same kind and every operation?
+func rulesCover(a, b []ir.Rule) bool {
+	for _, rb := range b {
 		found := false
-		for _, ra := range a.Rules {
+		for _, ra := range a {
 			if ra.Group == rb.Group && ra.Version == rb.Version && ra.Kind == rb.Kind && subset(rb.Operations, ra.Operations) {
 				found = true
+				break
 			}
 		}
 		if !found {

@@ -455,40 +455,13 @@ func (f *footprint) literalFor(g *ir.Mutation) map[string]any {
 	if len(f.m.Completions) == 0 {
 		return f.literal
 	}
-	lit := deepCopy(f.literal).(map[string]any)
+	lit := cel.CopyJSON(f.literal).(map[string]any)
 	for _, c := range f.m.Completions {
 		if when, err := cel.CompletionGuard(c.By.Match); c.By == g || err == nil && when == cel.True {
-			m := lit
-			for _, field := range c.Path[:len(c.Path)-1] {
-				next, ok := m[field].(map[string]any)
-				if !ok {
-					next = map[string]any{}
-					m[field] = next
-				}
-				m = next
-			}
-			m[c.Path[len(c.Path)-1]] = deepCopy(c.Value)
+			cel.SetPath(lit, c.Path, cel.CopyJSON(c.Value))
 		}
 	}
 	return lit
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
 }
 
 // toward is f as g sees it: when g keeps the element f creates (keepsLiteral), creating or

@@ -1,6 +1,7 @@
 package cel
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -62,6 +63,10 @@ type jpgen struct {
 }
 
 var emptyList = List()
+
+// errElementNeedsAssign: only an Assign (of an object with the key) can end at a list element;
+// Gatekeeper's validation refuses anything else before mapc compiles it.
+var errElementNeedsAssign = errors.New("a location ending in a list element needs an Assign of an object with the key")
 
 // IsEmpty reports whether e is the empty list literal: a mutation whose expression is [] never
 // writes anything (and [] alone does not type-check as list(JSONPatch)).
@@ -194,7 +199,7 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		// or append.
 		sv, ok := g.m.Op.(ir.SetValue)
 		if !ok || st.Glob {
-			return nil, fmt.Errorf("a location ending in a list element needs an Assign of an object with the key")
+			return nil, errElementNeedsAssign
 		}
 		v, err := g.setValueExpr(sv)
 		if err != nil {
@@ -255,7 +260,7 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 		if g.last(k) {
 			sv, ok := g.m.Op.(ir.SetValue)
 			if !ok {
-				return nil, fmt.Errorf("a location ending in a list element needs an Assign of an object with the key")
+				return nil, errElementNeedsAssign
 			}
 			v, err := g.setValueExpr(sv)
 			if err != nil {

@@ -186,10 +186,6 @@ func TestExplainCELCost(t *testing.T) {
 // could not join the mutation before; steps that commute were moved together.
 func TestExplainMutations(t *testing.T) {
 	mutators := "../../testdata/golden/fused-reordered-chains/mutators.yaml"
-	code, out, errs := runCLI(t, "", "explain", "-f", mutators, "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
 	var doc struct {
 		Policies []struct {
 			Policy    string
@@ -200,9 +196,7 @@ func TestExplainMutations(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
+	out := runExplainJSON(t, mutators, &doc)
 	if len(doc.Policies) != 1 || len(doc.Policies[0].Mutations) != 2 {
 		t.Fatalf("want one policy with two mutations:\n%s", out)
 	}
@@ -230,16 +224,10 @@ func TestExplainMutations(t *testing.T) {
 // mutators set in them in Gatekeeper's next pass.
 func TestExplainCompletions(t *testing.T) {
 	mutators := "../../testdata/golden/completed-new-elements/mutators.yaml"
-	code, out, errs := runCLI(t, "", "explain", "-f", mutators, "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
 	var doc struct {
 		Groups []struct{ CompletedElements []string }
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
+	runExplainJSON(t, mutators, &doc)
 	var all []string
 	for _, g := range doc.Groups {
 		all = append(all, g.CompletedElements...)
@@ -254,4 +242,17 @@ func TestExplainCompletions(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
+}
+
+// runExplainJSON runs explain --output json on mutators, decodes its output into doc and returns it.
+func runExplainJSON(t *testing.T, mutators string, doc any) string {
+	t.Helper()
+	code, out, errs := runCLI(t, "", "explain", "-f", mutators, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), doc); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -46,6 +46,15 @@ spec:
 %s`, name, location, params)
 }
 
+// named indexes ms by their names.
+func named(ms []*ir.Mutation) map[string]*ir.Mutation {
+	out := map[string]*ir.Mutation{}
+	for _, m := range ms {
+		out[m.Source.Name] = m
+	}
+	return out
+}
+
 func mutations(t *testing.T, docs ...string) []*ir.Mutation {
 	t.Helper()
 	ds, err := source.Parse("m.yaml", []byte(strings.Join(docs, "---\n")))
@@ -177,10 +186,7 @@ func TestFusable(t *testing.T) {
 		assign("i", "spec.containers[name: *].securityContext.privileged", "false", ""),
 		assign("j", "spec.containers[name: *].securityContext.runAsNonRoot", "true", ""),
 	)
-	byName := map[string]*ir.Mutation{}
-	for _, m := range ms {
-		byName[m.Source.Name] = m
-	}
+	byName := named(ms)
 	for _, c := range []struct {
 		a, b string
 		want bool
@@ -210,10 +216,7 @@ func TestFusableInOrder(t *testing.T) {
 		assign("f", "spec.containers[name: *].env[name: B].value", "y", ""),
 		assign("g", "spec.containers[name: *].tty", "true", ""),
 	)
-	byName := map[string]*ir.Mutation{}
-	for _, m := range ms {
-		byName[m.Source.Name] = m
-	}
+	byName := named(ms)
 	z := plan.NewFuser()
 	for _, c := range []struct {
 		a, b           string

@@ -163,12 +163,16 @@ func Object(typeName string, fields []string, vals []Expr) Expr {
 	return object{typeName: typeName, fields: fields, vals: vals}
 }
 
-// And is the conjunction of xs (true when empty).
+// And is the conjunction of xs (true when empty; false when one of them is the literal false,
+// which decides a CEL conjunction whatever the others give, errors included).
 func And(xs ...Expr) Expr {
 	var out Expr
 	for _, x := range xs {
-		if x == nil || x == True {
+		if x == nil || isLit(x, "true") {
 			continue
+		}
+		if isLit(x, "false") {
+			return False
 		}
 		if out == nil {
 			out = x
@@ -182,12 +186,16 @@ func And(xs ...Expr) Expr {
 	return out
 }
 
-// Or is the disjunction of xs (false when empty).
+// Or is the disjunction of xs (false when empty; true when one of them is the literal true,
+// which decides a CEL disjunction whatever the others give, errors included).
 func Or(xs ...Expr) Expr {
 	var out Expr
 	for _, x := range xs {
-		if x == nil || x == False {
+		if x == nil || isLit(x, "false") {
 			continue
+		}
+		if isLit(x, "true") {
+			return True
 		}
 		if out == nil {
 			out = x

@@ -5,6 +5,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -86,6 +87,9 @@ type Output struct {
 	// AlsoIn[i] lists the other policies group i runs in (fused layout: a group for every kind
 	// merged into kinds' policies, which its own policy then excludes).
 	AlsoIn [][]*emit.Policy
+	// Redundant lists the mutators the fused layout emits nothing for: they change nothing in
+	// Gatekeeper's run (plan.Redundant).
+	Redundant []plan.Redundancy
 	// ExcludedNamespaces is every namespace the policies skip (options and Config documents).
 	ExcludedNamespaces []string
 	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled IgnoreLabel.
@@ -185,6 +189,17 @@ func Compile(docs []*source.Document, opts Options) *Output {
 				keep = append(keep, m)
 			}
 		}
+		// Fused, mutators that change nothing in Gatekeeper's run get no mutation: they would
+		// only cost CEL and, interacting with the mutator that makes them moot, mutations.
+		out.Redundant = nil
+		if opts.Layout != LayoutPerMutator {
+			out.Redundant = plan.Redundant(keep)
+			gone := map[*ir.Mutation]bool{}
+			for _, r := range out.Redundant {
+				gone[r.M] = true
+			}
+			keep = slices.DeleteFunc(keep, func(m *ir.Mutation) bool { return gone[m] })
+		}
 		// New elements get the values earlier mutators set in them in Gatekeeper's next pass
 		// (plan.Complete); footprints depend on them, so they are computed afresh.
 		plan.Complete(keep)
@@ -209,6 +224,10 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		if !more {
 			break
 		}
+	}
+	for _, r := range out.Redundant {
+		m := r.M
+		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no mutation emitted: it never changes an object in Gatekeeper's run: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
 	}
 	fail := func(m *ir.Mutation, err error) {
 		out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mapc-dev/mapc/compiler"
@@ -8,18 +9,30 @@ import (
 	"github.com/mapc-dev/mapc/verify/gen"
 )
 
-// TestGeneratedCasesComplete: the differential cases exercise plan.Complete (new elements
-// written with the values earlier mutators set in them), unconditional and conditional, so that
-// TestDifferential checks it against Gatekeeper.
-func TestGeneratedCasesComplete(t *testing.T) {
-	var plain, conditional int
-	for seed := uint64(1); seed <= 300; seed++ {
+// scanGenerated compiles the differential test's cases (seeds 1, 2, ..., at most its default
+// 3,000) with the default options until found says it has seen enough, and reports how many it
+// compiled.
+func scanGenerated(t *testing.T, found func(*compiler.Output) bool) int {
+	t.Helper()
+	for seed := uint64(1); seed <= 3000; seed++ {
 		c := gen.Generate(seed)
 		docs, err := source.Parse(c.Name+".yaml", []byte(c.YAML()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := compiler.Compile(docs, compiler.Options{})
+		if found(compiler.Compile(docs, compiler.Options{})) {
+			return int(seed)
+		}
+	}
+	return 3000
+}
+
+// TestGeneratedCasesComplete: the differential cases exercise plan.Complete (new elements
+// written with the values earlier mutators set in them), unconditional and conditional, so that
+// TestDifferential checks it against Gatekeeper.
+func TestGeneratedCasesComplete(t *testing.T) {
+	var plain, conditional int
+	n := scanGenerated(t, func(out *compiler.Output) bool {
 		for _, g := range out.Groups {
 			for _, m := range g.Mutations {
 				for _, cp := range m.Completions {
@@ -31,9 +44,35 @@ func TestGeneratedCasesComplete(t *testing.T) {
 				}
 			}
 		}
+		return plain >= 2 && conditional >= 2
+	})
+	t.Logf("%d cases: %d completions, %d conditional", n, plain, conditional)
+	if plain < 2 || conditional < 2 {
+		t.Errorf("%d cases: %d completions, %d conditional; the differential test would hardly check both", n, plain, conditional)
 	}
-	t.Logf("300 cases: %d completions, %d conditional", plain, conditional)
-	if plain == 0 || conditional == 0 {
-		t.Errorf("300 cases: %d completions, %d conditional; the differential test would not check both", plain, conditional)
+}
+
+// TestGeneratedCasesRedundant: the differential cases include mutators the fused layout leaves
+// out as redundant (plan.Redundant), for each kind of reason, so that TestDifferential checks
+// that leaving them out keeps Gatekeeper's result.
+func TestGeneratedCasesRedundant(t *testing.T) {
+	kinds := map[string]int{}
+	enough := func() bool { return kinds["after"] >= 2 && kinds["before, add-only"] >= 2 && kinds["before, same value"] >= 2 }
+	n := scanGenerated(t, func(out *compiler.Output) bool {
+		for _, r := range out.Redundant {
+			switch {
+			case strings.Contains(r.Why, "sorted after it"):
+				kinds["after"]++
+			case strings.Contains(r.Why, "only adds"):
+				kinds["before, add-only"]++
+			default:
+				kinds["before, same value"]++
+			}
+		}
+		return enough()
+	})
+	t.Logf("%d cases: redundant mutators %v", n, kinds)
+	if !enough() {
+		t.Errorf("%d cases: redundant mutators %v; the differential test would hardly check each kind", n, kinds)
 	}
 }

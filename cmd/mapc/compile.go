@@ -111,7 +111,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 		}
 	} else {
 		for _, n := range out.Notes {
-			if strings.Contains(n, "no policy emitted") {
+			if shownNote(n) {
 				fmt.Fprintln(stderr, "note: "+n)
 			}
 		}
@@ -172,4 +172,10 @@ func oneOf(flag, v string, allowed ...string) error {
 		}
 	}
 	return usageErr("%s %q: use %s", flag, v, strings.Join(allowed, " or "))
+}
+
+// shownNote: is note n printed without --verbose? Those that say a mutator gets no policy or no
+// mutation, so that nobody wonders where it went.
+func shownNote(n string) bool {
+	return strings.Contains(n, "no policy emitted") || strings.Contains(n, "no mutation emitted")
 }

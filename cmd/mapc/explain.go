@@ -278,9 +278,26 @@ func measureCosts(cmd *cobra.Command, out *compiler.Output, crds []*apiextension
 	return costs, nil
 }
 
+// explainedRedundant is a mutator the fused layout emits nothing for (plan.Redundant).
+type explainedRedundant struct {
+	Mutator string `json:"mutator"`
+	Because string `json:"because"`
+}
+
+func redundant(out *compiler.Output) []explainedRedundant {
+	var rs []explainedRedundant
+	for _, r := range out.Redundant {
+		rs = append(rs, explainedRedundant{Mutator: r.M.Source.String(), Because: r.Why})
+	}
+	return rs
+}
+
 func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error {
 	doc := map[string]any{"groups": explained(out), "policies": explainedPolicies(out),
 		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}
+	if rs := redundant(out); rs != nil {
+		doc["redundant"] = rs
+	}
 	if costs != nil {
 		doc["celCost"] = costs
 	}
@@ -340,6 +357,12 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		}
 		for _, c := range g.Completed {
 			fmt.Fprintf(w, "  %s\n", c)
+		}
+	}
+	if rs := redundant(out); len(rs) > 0 {
+		fmt.Fprintf(w, "no mutation for these: they never change an object in Gatekeeper's run (it gives the same result without them):\n")
+		for _, r := range rs {
+			fmt.Fprintf(w, "  - %s: %s\n", r.Mutator, r.Because)
 		}
 	}
 	for _, p := range explainedPolicies(out) {

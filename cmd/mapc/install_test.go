@@ -256,3 +256,35 @@ func runExplainJSON(t *testing.T, mutators string, doc any) string {
 	}
 	return out
 }
+
+// TestExplainRedundant: explain lists the mutators the fused layout emits nothing for, with the
+// mutator that makes each moot; compile says so on stderr; the per-mutator layout keeps them.
+func TestExplainRedundant(t *testing.T) {
+	mutators := "../../testdata/golden/interaction-same-value-if-missing/mutators.yaml"
+	var doc struct {
+		Redundant []struct{ Mutator, Because string }
+	}
+	runExplainJSON(t, mutators, &doc)
+	var got []string
+	for _, r := range doc.Redundant {
+		got = append(got, r.Mutator+": "+r.Because)
+	}
+	want := []string{
+		"AssignMetadata/owner-web: AssignMetadata/owner-all, sorted before it, writes metadata.annotations.owner wherever it could, and it only adds a value there where none is",
+		"AssignMetadata/team-config: AssignMetadata/team-any, sorted before it, writes metadata.labels.team wherever it could, and it only adds a value there where none is",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("redundant:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	code, out, errs := runCLI(t, "", "compile", "-f", mutators, "-o", "-")
+	if code != 0 || !strings.Contains(errs, "AssignMetadata/owner-web: no mutation emitted: it never changes an object in Gatekeeper's run") {
+		t.Errorf("compile: exit %d, stderr:\n%s", code, errs)
+	}
+	if strings.Contains(out, "name=owner-web") {
+		t.Errorf("the fused policies should not name owner-web")
+	}
+	code, out, errs = runCLI(t, "", "compile", "--layout", "per-mutator", "-f", mutators, "-o", "-")
+	if code != 0 || strings.Contains(errs, "no mutation emitted") || !strings.Contains(out, "name=owner-web") {
+		t.Errorf("per-mutator: exit %d, owner-web kept: %v, stderr:\n%s", code, strings.Contains(out, "name=owner-web"), errs)
+	}
+}

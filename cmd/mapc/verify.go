@@ -133,7 +133,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	} else {
 		out := compiler.Compile(append(append([]*source.Document(nil), mutDocs...), cfgDocs...), copts)
 		for _, n := range out.Notes {
-			if strings.Contains(n, "no policy emitted") {
+			if shownNote(n) {
 				fmt.Fprintln(stderr, "note: "+n)
 			}
 		}

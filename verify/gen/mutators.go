@@ -528,7 +528,61 @@ func (g *generator) scenario() {
 			g.record(m, loc)
 		}
 	}
-	switch r.IntN(9) {
+	which := r.IntN(11)
+	if which == 10 {
+		which = 9 // twice as often: it needs several mutators to line up
+	}
+	switch which {
+	case 9: // near-copies that may make one another moot (plan.Redundant): one location, the
+		// same value or another, wider or narrower matches, tests, in any order
+		if r.chance(0.5) {
+			k, v := pick(r, LabelKeys), pick(r, LabelValues)
+			for i := 0; i < 2+r.IntN(2); i++ {
+				vv := v
+				if r.chance(0.25) {
+					vv = pick(r, LabelValues)
+				}
+				m := g.assignMetadata(k, vv)
+				if r.chance(0.5) {
+					delete(m["spec"].(map[string]any), "match") // every object
+				}
+				add(m, nil)
+			}
+			if m, loc := g.assign(pod, nil); m != nil && r.chance(0.3) { // one that looks at the label
+				m["spec"].(map[string]any)["match"].(map[string]any)["labelSelector"] = map[string]any{"matchLabels": map[string]any{k: v}}
+				add(m, loc)
+			}
+			return
+		}
+		fields := pick(r, [][]string{{"imagePullPolicy"}, {"workingDir"}, {"securityContext", "privileged"}})
+		first, loc := g.assign(pod, sub(glob, fields...))
+		if first == nil {
+			return
+		}
+		spec := first["spec"].(map[string]any)
+		if r.chance(0.6) {
+			delete(spec, "match")
+			delete(spec["parameters"].(map[string]any), "pathTests")
+		}
+		add(first, loc)
+		for i := 0; i < 1+r.IntN(3); i++ {
+			p := sub(glob, fields...)
+			if r.chance(0.4) {
+				p = sub(c(pick(r, ContainerNames)), fields...)
+			}
+			m, l := g.assign(pod, p)
+			if m == nil {
+				continue
+			}
+			ms := m["spec"].(map[string]any)
+			if r.chance(0.7) {
+				ms["parameters"].(map[string]any)["assign"] = spec["parameters"].(map[string]any)["assign"]
+			}
+			if r.chance(0.8) {
+				ms["applyTo"] = spec["applyTo"] // the same kinds and operations
+			}
+			add(m, l)
+		}
 	case 8: // a glob sets a field in every container; a later-sorted AssignImage creates one
 		fields := pick(r, [][]string{{"imagePullPolicy"}, {"workingDir"}, {"securityContext", "privileged"}})
 		gm, gl := g.assign(pod, sub(glob, fields...))

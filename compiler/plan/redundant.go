@@ -1,0 +1,188 @@
+package plan
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/mapc-dev/mapc/compiler/ir"
+)
+
+// Redundancy is a mutation that never changes an object in Gatekeeper's run of the whole set,
+// because of another one (By), and why.
+type Redundancy struct {
+	M, By *ir.Mutation
+	Why   string
+}
+
+// maxRedundantBucket bounds the mutations of one path shape that Redundant compares pairwise.
+const maxRedundantBucket = 64
+
+// Redundant lists the mutations of ms (in Gatekeeper's order) that change nothing in any pass
+// of Gatekeeper, whatever the object: leaving them out gives Gatekeeper's result exactly, in
+// every pass, so the compiler emits nothing for them. m is redundant because of a mutation b
+// that applies to every request m applies to (matchesAll), walks its path with no test, creates
+// what m would create on the way, and sets a constant at every node m writes (covers), when:
+//   - b runs before m and sets m's value there, and nothing sorted between them writes that
+//     node otherwise, replaces a node above it or adds list elements on the way (m would then
+//     write the same value where it already is, or find nothing new); or
+//   - m only adds its value where the node is missing (add-only: AssignMetadata, a MustNotExist
+//     test of the node), and b writes the node (before m: it exists when m runs; after m, with
+//     m's very value and add-only too, where nothing sorted between them looks at or near the
+//     node: then b adds what m would have added, where m would have).
+//
+// Each holds in every subset of ms that keeps m and b (the conditions only forbid what lies
+// between them), so every By is a mutation that is kept: leaving out all of them at once is
+// leaving them out one at a time.
+func Redundant(ms []*ir.Mutation) []Redundancy {
+	// Only mutations of one shape (the same fields, the same list key fields) can cover each other.
+	buckets := map[string][]int{}
+	var order []string
+	for i, m := range ms {
+		if _, ok := m.Op.(ir.SetValue); !ok {
+			continue
+		}
+		k := shapeKey(m.Path)
+		if _, ok := buckets[k]; !ok {
+			order = append(order, k)
+		}
+		buckets[k] = append(buckets[k], i)
+	}
+	fps := map[int]*footprint{}
+	fp := func(i int) *footprint {
+		if fps[i] == nil {
+			fps[i] = footprintOf(ms[i])
+		}
+		return fps[i]
+	}
+	var out []Redundancy
+	dropped, kept := map[int]bool{}, map[int]bool{}
+	for _, k := range order {
+		idx := buckets[k]
+		if len(idx) < 2 || len(idx) > maxRedundantBucket {
+			continue
+		}
+		for _, j := range idx {
+			if kept[j] {
+				continue
+			}
+			for _, i := range idx {
+				if i == j || dropped[i] {
+					continue
+				}
+				if why := redundantBecause(ms, fp, j, i); why != "" {
+					out = append(out, Redundancy{M: ms[j], By: ms[i], Why: why})
+					dropped[j], kept[i] = true, true
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shapeKey is p with list keys left out: mutations of one shape may name the same nodes.
+func shapeKey(p []ir.Step) string {
+	s := ""
+	for _, st := range p {
+		if st.List {
+			s += "[" + st.KeyField + "]"
+		} else {
+			s += "." + st.Field
+		}
+	}
+	return s
+}
+
+// addOnly: does m write its location only where it is missing?
+func addOnly(m *ir.Mutation) bool { return !m.ExistsOK[len(m.Path)-1] }
+
+// redundantBecause says why ms[j] changes nothing because of ms[bi] ("" when that does not hold).
+func redundantBecause(ms []*ir.Mutation, fp func(int) *footprint, j, bi int) string {
+	m, b := ms[j], ms[bi]
+	sv, ok := m.Op.(ir.SetValue)
+	bv, ok2 := b.Op.(ir.SetValue)
+	if !ok || !ok2 || sv.FromMetadata != "" || bv.FromMetadata != "" || bv.Value == nil {
+		return ""
+	}
+	last := len(b.Path) - 1
+	for i := range b.Path {
+		if !b.MissingOK[i] || !b.ExistsOK[i] && i != last {
+			return "" // a test on the way: b may write nothing
+		}
+	}
+	fm, fb := fp(j), fp(bi)
+	if len(fm.full) != len(fb.full) || !covers(fb.full, fm.full) || !matchesAll(b.Match, m.Match) {
+		return ""
+	}
+	// What m creates on the way (a keyed element, a parent object), b creates too.
+	made := append(append(append([]path(nil), fb.appends...), fb.creates...), fb.writes...)
+	for _, p := range append(append([]path(nil), fm.appends...), fm.creates...) {
+		found := false
+		for _, q := range made {
+			if reflect.DeepEqual(p, q) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return ""
+		}
+	}
+	lo, hi := bi, j
+	before := bi < j
+	if !before {
+		lo, hi = j, bi
+		// After m: b must add what m adds, in the same way, and nothing between may see the
+		// difference.
+		if !addOnly(m) || !addOnly(b) || !reflect.DeepEqual(sv.Value, bv.Value) {
+			return ""
+		}
+	} else if !addOnly(m) && (addOnly(b) || !reflect.DeepEqual(sv.Value, bv.Value)) {
+		return "" // m overwrites: only with b's value, which b always leaves there
+	}
+	n := fm.full
+	near := func(p path) bool { return prefixOf(p, n) || prefixOf(n, p) }
+	for k := lo + 1; k < hi; k++ {
+		if !kindsOverlap(ms[k].Match, m.Match) {
+			continue
+		}
+		f := fp(k)
+		// Object fields created above the node: where one was missing, the walk that creates
+		// it puts only its own path in it (checked as writes), whether m ran or not.
+		for _, p := range f.creates {
+			if near(p) && len(p) >= len(n) {
+				return ""
+			}
+		}
+		if !before {
+			for _, group := range [][]path{f.writes, f.appends, f.exists, f.values, f.keys, {f.full}} {
+				for _, p := range group {
+					if near(p) {
+						return ""
+					}
+				}
+			}
+			continue
+		}
+		for _, group := range [][]path{f.writes, f.appends} {
+			for _, p := range group {
+				switch {
+				case !near(p):
+				case len(p) == len(n) && (addOnly(m) || f.sameValueSamePath(fm)):
+					// The node still exists (add-only m), or holds m's value.
+				case len(p) > len(n) && addOnly(m):
+					// Below the node, which exists.
+				default:
+					return ""
+				}
+			}
+		}
+	}
+	if before {
+		if addOnly(m) {
+			return fmt.Sprintf("%s, sorted before it, writes %s wherever it could, and it only adds a value there where none is", b.Source, ir.PathString(m.Path))
+		}
+		return fmt.Sprintf("%s, sorted before it, sets %s to the same value wherever it could", b.Source, ir.PathString(m.Path))
+	}
+	return fmt.Sprintf("%s, sorted after it, adds the same value at %s wherever it could, and nothing between them looks there", b.Source, ir.PathString(m.Path))
+}

@@ -1,0 +1,125 @@
+package plan_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/mapc-dev/mapc/compiler/plan"
+)
+
+// metadata is an AssignMetadata mutator; match is the YAML of spec.match ("" for none).
+func metadata(name, location, value, match string) string {
+	if match != "" {
+		match = "  match: " + match + "\n"
+	}
+	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata:
+  name: %s
+spec:
+%s  location: '%s'
+  parameters:
+    assign:
+      value: %s
+`, name, match, location, value)
+}
+
+func TestRedundant(t *testing.T) {
+	glob := "spec.containers[name: *].imagePullPolicy"
+	mustNotExist := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
+	mustExist := func(key string) string {
+		return fmt.Sprintf("    pathTests:\n    - subPath: 'spec.containers[name: %s]'\n      condition: MustExist\n", key)
+	}
+	inProd := func(doc string) string {
+		return strings.Replace(doc, "spec:\n", "spec:\n  match: {namespaces: [prod]}\n", 1)
+	}
+	cases := []struct {
+		name string
+		docs []string
+		want []string // "mutator by mutator"
+	}{
+		{"the same value before, narrower", []string{
+			assign("a", glob, "Always", ""), inProd(assign("b", glob, "Always", "")),
+		}, []string{"b by a"}},
+		{"the same value before, only where missing", []string{
+			assign("a", glob, "Always", ""), assign("b", glob, "Never", mustNotExist),
+		}, []string{"b by a"}},
+		{"the same value in one container that must exist", []string{
+			assign("a", glob, "Always", ""), assign("b", "spec.containers[name: x].imagePullPolicy", "Always", mustExist("x")),
+		}, []string{"b by a"}},
+		{"a chain: every one moot because of the first, which stays", []string{
+			assign("a", glob, "Always", ""), assign("b", glob, "Always", ""), assign("c", glob, "Always", ""),
+		}, []string{"b by a", "c by a"}},
+		{"another value", []string{
+			assign("a", glob, "Always", ""), assign("b", glob, "Never", ""),
+		}, nil},
+		{"the first applies to fewer requests", []string{
+			inProd(assign("a", glob, "Always", "")), assign("b", glob, "Always", mustNotExist),
+		}, nil},
+		{"the first has a test", []string{
+			assign("a", glob, "Always", mustNotExist), assign("b", glob, "Always", ""),
+		}, nil},
+		{"a key that creates its container", []string{
+			assign("a", glob, "Always", ""), assign("b", "spec.containers[name: x].imagePullPolicy", "Always", ""),
+		}, nil},
+		{"the same value after, overwriting", []string{
+			inProd(assign("a", glob, "Always", "")), assign("b", glob, "Always", ""),
+		}, nil},
+		{"another value written between", []string{
+			assign("a", glob, "Always", ""), assign("b", glob, "Never", ""), assign("c", glob, "Always", ""),
+		}, nil},
+		{"a container added between", []string{
+			assign("a", glob, "Always", ""), assign("b", "spec.containers[name: proxy]", "{name: proxy, image: nginx}", ""), assign("c", glob, "Always", ""),
+		}, nil},
+		{"a container replaced whole between", []string{
+			assign("a", glob, "Always", ""), assign("b", "spec.containers", "[{name: proxy, image: nginx}]", ""), assign("c", glob, "Always", ""),
+		}, nil},
+		{"another field written between", []string{
+			assign("a", glob, "Always", ""), assign("b", "spec.containers[name: *].workingDir", "/w", ""), assign("c", glob, "Always", ""),
+		}, []string{"c by a"}},
+		{"labels: the same value added later, everywhere", []string{
+			metadata("a", "metadata.labels.team", "x", "{name: web-*}"), metadata("b", "metadata.labels.team", "x", ""),
+		}, []string{"a by b"}},
+		{"labels: another value added later", []string{
+			metadata("a", "metadata.labels.team", "x", "{name: web-*}"), metadata("b", "metadata.labels.team", "ops", ""),
+		}, nil},
+		{"labels: another value added before, everywhere", []string{
+			metadata("a", "metadata.labels.team", "x", ""), metadata("b", "metadata.labels.team", "ops", "{name: web-*}"),
+		}, []string{"b by a"}},
+		{"labels: a selector between looks at the label", []string{
+			metadata("a", "metadata.labels.team", "x", "{name: web-*}"),
+			metadata("b", "metadata.labels.tier", "ops", "{labelSelector: {matchLabels: {team: x}}}"),
+			metadata("c", "metadata.labels.team", "x", ""),
+		}, nil},
+		{"labels: another label between", []string{
+			metadata("a", "metadata.labels.team", "x", "{name: web-*}"),
+			metadata("b", "metadata.labels.tier", "ops", ""),
+			metadata("c", "metadata.labels.team", "x", ""),
+		}, []string{"a by c"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := mutations(t, tc.docs...)
+			var got []string
+			dropped := map[string]bool{}
+			for _, r := range plan.Redundant(ms) {
+				got = append(got, r.M.Source.Name+" by "+r.By.Source.Name)
+				dropped[r.M.Source.Name] = true
+				if r.Why == "" || !strings.Contains(r.Why, r.By.Source.String()) {
+					t.Errorf("%s: the reason should name %s: %q", r.M.Source, r.By.Source, r.Why)
+				}
+			}
+			for _, r := range plan.Redundant(ms) {
+				if dropped[r.By.Source.Name] {
+					t.Errorf("%s is left out because of %s, which is left out too", r.M.Source, r.By.Source)
+				}
+			}
+			sort.Strings(got)
+			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Errorf("redundant: got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

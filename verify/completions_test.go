@@ -57,7 +57,9 @@ func TestGeneratedCasesComplete(t *testing.T) {
 // that leaving them out keeps Gatekeeper's result.
 func TestGeneratedCasesRedundant(t *testing.T) {
 	kinds := map[string]int{}
-	enough := func() bool { return kinds["after"] >= 2 && kinds["before, add-only"] >= 2 && kinds["before, same value"] >= 2 }
+	enough := func() bool {
+		return kinds["after"] >= 2 && kinds["before, add-only"] >= 2 && kinds["before, same value"] >= 2
+	}
 	n := scanGenerated(t, func(out *compiler.Output) bool {
 		for _, r := range out.Redundant {
 			switch {

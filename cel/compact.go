@@ -66,16 +66,17 @@ func CompactTerms(ts []Expr) []Expr {
 	var out []Expr
 	at := map[string]int{} // first condition -> index in out
 	var pres []int         // the indexes in out holding shared creations
-	// movable: may t move before every part of out after i?
-	movable := func(t Expr, i int) bool {
+	var apps [][]string    // appends(out[i]), kept up to date: computed once per term
+	// movable: may t (appending to ap) move before every part of out after i?
+	movable := func(t Expr, ap []string, i int) bool {
 		for _, k := range pres {
 			if k > i && !disjoint(t, out[k]) {
 				return false
 			}
 		}
-		if ap := appends(t); len(ap) > 0 {
+		if len(ap) > 0 {
 			for k := i + 1; k < len(out); k++ {
-				if !appendsApart(ap, out[k]) {
+				if !apart(ap, apps[k]) {
 					return false
 				}
 			}
@@ -86,11 +87,13 @@ func CompactTerms(ts []Expr) []Expr {
 		if isEmpty(t) {
 			continue
 		}
+		ap := appends(t)
 		if b, ok := t.(cond); ok {
 			key := String(b.c)
-			if i, seen := at[key]; seen && movable(t, i) {
+			if i, seen := at[key]; seen && movable(t, ap, i) {
 				a := out[i].(cond)
 				out[i] = cond{a.c, Bin("+", a.t, b.t), Bin("+", a.f, b.f)}
+				apps[i] = append(apps[i], ap...)
 				if hasPre(t) && (len(pres) == 0 || pres[len(pres)-1] != i) {
 					pres = append(pres, i)
 					sort.Ints(pres)
@@ -103,6 +106,7 @@ func CompactTerms(ts []Expr) []Expr {
 			pres = append(pres, len(out))
 		}
 		out = append(out, t)
+		apps = append(apps, ap)
 	}
 	out = distribute(out)
 	for i, t := range out {
@@ -129,17 +133,15 @@ func appends(e Expr) []string {
 			}
 			return
 		}
-		for _, k := range children(e) {
-			walk(k)
-		}
+		eachChild(e, func(k Expr) bool { walk(k); return true })
 	}
 	walk(e)
 	return out
 }
 
-// appendsApart: does e append to none of the lists ap?
-func appendsApart(ap []string, e Expr) bool {
-	for _, p := range appends(e) {
+// apart: do the appended lists ap and bp have none in common?
+func apart(ap, bp []string) bool {
+	for _, p := range bp {
 		for _, a := range ap {
 			if p == a {
 				return false
@@ -178,47 +180,52 @@ func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
 		}
 		return append(acc, opPath{base, rel}), true
 	}
-	for _, k := range children(e) {
+	ok := eachChild(e, func(k Expr) bool {
 		var ok bool
-		if acc, ok = opPaths(k, acc); !ok {
-			return nil, false
-		}
+		acc, ok = opPaths(k, acc)
+		return ok
+	})
+	if !ok {
+		return nil, false
 	}
 	return acc, true
 }
 
-// children are the operands of e (nil ones left out).
-func children(e Expr) []Expr {
-	var kids []Expr
+// eachChild calls fn on each operand of e (nil ones left out) until fn returns false, and
+// says whether it went through all of them. It allocates nothing: the compactor walks every
+// term many times.
+func eachChild(e Expr, fn func(Expr) bool) bool {
+	visit := func(xs ...Expr) bool {
+		for _, k := range xs {
+			if k != nil && !fn(k) {
+				return false
+			}
+		}
+		return true
+	}
 	switch x := e.(type) {
 	case object:
-		kids = x.vals
+		return visit(x.vals...)
 	case cond:
-		kids = []Expr{x.c, x.t, x.f}
+		return visit(x.c, x.t, x.f)
 	case binary:
-		kids = []Expr{x.l, x.r}
+		return visit(x.l, x.r)
 	case unary:
-		kids = []Expr{x.x}
+		return visit(x.x)
 	case listExpr:
-		kids = x.elems
+		return visit(x.elems...)
 	case optList:
-		kids = x.elems
+		return visit(x.elems...)
 	case mapExpr:
-		kids = x.vals
+		return visit(x.vals...)
 	case call:
-		kids = append([]Expr{x.target}, x.args...)
+		return visit(x.target) && visit(x.args...)
 	case index:
-		kids = []Expr{x.operand, x.key}
+		return visit(x.operand, x.key)
 	case field:
-		kids = []Expr{x.operand}
+		return visit(x.operand)
 	}
-	out := kids[:0:0]
-	for _, k := range kids {
-		if k != nil {
-			out = append(out, k)
-		}
-	}
-	return out
+	return true
 }
 
 // hasPre: does e hold a shared creation?
@@ -226,16 +233,7 @@ func hasPre(e Expr) bool {
 	if x, ok := e.(object); ok && x.pre {
 		return true
 	}
-	return anyPre(children(e))
-}
-
-func anyPre(xs []Expr) bool {
-	for _, x := range xs {
-		if hasPre(x) {
-			return true
-		}
-	}
-	return false
+	return !eachChild(e, func(k Expr) bool { return !hasPre(k) })
 }
 
 func compactTerm(t Expr) Expr {

@@ -134,6 +134,9 @@ func rewrite(e Expr, atom func(binary) Expr) Expr {
 			return c
 		}
 		l, r := rewrite(x.l, atom), rewrite(x.r, atom)
+		if x.op == "&&" {
+			r = absorb(l, r)
+		}
 		// && and || fold alike: a constant that decides the result (false for &&, true for ||)
 		// absorbs the other side, the other constant leaves it.
 		if c, ok := boolFold[x.op]; ok {
@@ -193,4 +196,74 @@ func rewriteAll(xs []Expr, atom func(binary) Expr) []Expr {
 		out[i] = rewrite(x, atom)
 	}
 	return out
+}
+
+// absorb is r, a conjunct after the conjuncts l, without its disjuncts d for which l has the
+// conjunct !d: l && (d || y) is l && y when l holds !d. Only for disjuncts that read nothing
+// but the request (the namespace and kind tests of match clauses), which never fail: with a
+// d that fails, the two could differ.
+func absorb(l, r Expr) Expr {
+	if or, ok := r.(binary); !ok || or.op != "||" {
+		return r
+	}
+	var negated []string
+	for _, c := range flatten(l, "&&") {
+		if u, ok := c.(unary); ok && u.op == "!" && requestOnly(u.x) {
+			negated = append(negated, String(u.x))
+		}
+	}
+	if len(negated) == 0 {
+		return r
+	}
+	var keep []Expr
+	for _, d := range flatten(r, "||") {
+		if !requestOnly(d) || !slices.Contains(negated, String(d)) {
+			keep = append(keep, d)
+		}
+	}
+	return Or(keep...)
+}
+
+// flatten lists the operands of a tree of op (&& or ||), left to right.
+func flatten(e Expr, op string) []Expr {
+	if b, ok := e.(binary); ok && b.op == op {
+		return append(flatten(b.l, op), flatten(b.r, op)...)
+	}
+	return []Expr{e}
+}
+
+// requestOnly: does e read nothing but request (and literals), with has() or a comparison
+// around every field it reads, so that it cannot fail?
+func requestOnly(e Expr) bool {
+	switch x := e.(type) {
+	case lit:
+		return true
+	case ident:
+		return x.name == "request"
+	case field:
+		return requestOnly(x.operand)
+	case binary:
+		switch x.op {
+		case "==", "!=", "&&", "||", "in":
+			return requestOnly(x.l) && requestOnly(x.r)
+		}
+		return false
+	case unary:
+		return x.op == "!" && requestOnly(x.x)
+	case cond:
+		return requestOnly(x.c) && requestOnly(x.t) && requestOnly(x.f)
+	case call:
+		if x.target == nil && x.fn == "has" && len(x.args) == 1 {
+			return requestOnly(x.args[0])
+		}
+		return false
+	case listExpr:
+		for _, el := range x.elems {
+			if !requestOnly(el) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -59,3 +59,32 @@ func TestAssumeRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsorb: a disjunct whose negation is an earlier conjunct drops out, for tests of the
+// request only (which cannot fail); the namespace match of a Namespaced mutator loses its
+// "no namespace" case.
+func TestAbsorb(t *testing.T) {
+	ns := Bin("==", requestNamespace(), Str(""))
+	bar := Bin("==", requestNamespace(), Str("bar"))
+	obj := Bin("==", Field(Ident("object"), "kind"), Str(""))
+	cases := []struct {
+		in   Expr
+		want Expr
+	}{
+		{And(Not(ns), Or(ns, bar)), And(Not(ns), bar)},
+		{And(Not(ns), Ident("x"), Or(bar, ns)), And(Not(ns), Ident("x"), bar)},
+		{And(Not(ns), Or(ns, ns)), False},
+		{And(Not(obj), Or(obj, bar)), And(Not(obj), Or(obj, bar))}, // obj may fail
+		{And(Or(ns, bar), Not(ns)), And(Or(ns, bar), Not(ns))},     // only earlier conjuncts
+		{And(Not(ns), Or(bar, Ident("y"))), And(Not(ns), Or(bar, Ident("y")))},
+	}
+	for _, c := range cases {
+		if got := String(AssumeNotNamespace(c.in)); got != String(c.want) {
+			t.Errorf("%s: got %s, want %s", String(c.in), got, String(c.want))
+		}
+	}
+	got := String(AssumeNotNamespace(And(ScopeMatch("Namespaced"), NamespacesMatch([]string{"bar"}))))
+	if want := String(And(Not(ns), bar)); got != want {
+		t.Errorf("Namespaced in bar: got %s, want %s", got, want)
+	}
+}

@@ -66,7 +66,14 @@ func CompactTerms(ts []Expr) []Expr {
 	var out []Expr
 	at := map[string]int{} // first condition -> index in out
 	var pres []int         // the indexes in out holding shared creations
-	var apps [][]string    // appends(out[i]), kept up to date: computed once per term
+	var apps [][]string    // appends(out[i]) once asked for (done[i]), kept up to date
+	var done []bool
+	appsOf := func(k int) []string {
+		if !done[k] {
+			apps[k], done[k] = appends(out[k]), true
+		}
+		return apps[k]
+	}
 	// movable: may t (appending to ap) move before every part of out after i?
 	movable := func(t Expr, ap []string, i int) bool {
 		for _, k := range pres {
@@ -76,7 +83,7 @@ func CompactTerms(ts []Expr) []Expr {
 		}
 		if len(ap) > 0 {
 			for k := i + 1; k < len(out); k++ {
-				if !apart(ap, apps[k]) {
+				if !apart(ap, appsOf(k)) {
 					return false
 				}
 			}
@@ -87,13 +94,19 @@ func CompactTerms(ts []Expr) []Expr {
 		if isEmpty(t) {
 			continue
 		}
-		ap := appends(t)
 		if b, ok := t.(cond); ok {
 			key := String(b.c)
-			if i, seen := at[key]; seen && movable(t, ap, i) {
+			var ap []string
+			i, seen := at[key]
+			if seen {
+				ap = appends(t)
+			}
+			if seen && movable(t, ap, i) {
 				a := out[i].(cond)
 				out[i] = cond{a.c, Bin("+", a.t, b.t), Bin("+", a.f, b.f)}
-				apps[i] = append(apps[i], ap...)
+				if done[i] {
+					apps[i] = append(apps[i], ap...)
+				}
 				if hasPre(t) && (len(pres) == 0 || pres[len(pres)-1] != i) {
 					pres = append(pres, i)
 					sort.Ints(pres)
@@ -106,7 +119,7 @@ func CompactTerms(ts []Expr) []Expr {
 			pres = append(pres, len(out))
 		}
 		out = append(out, t)
-		apps = append(apps, ap)
+		apps, done = append(apps, nil), append(done, false)
 	}
 	out = distribute(out)
 	for i, t := range out {

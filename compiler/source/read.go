@@ -218,6 +218,21 @@ func listItemNodes(root *yaml.Node) []*yaml.Node {
 }
 
 func toObject(n *yaml.Node) (*unstructured.Unstructured, error) {
+	if len(n.Content) == 1 {
+		if v, ok := plainValue(n.Content[0]); ok {
+			if m, ok := v.(map[string]any); ok {
+				return &unstructured.Unstructured{Object: m}, nil
+			}
+		}
+	}
+	return viaJSON(n)
+}
+
+// viaJSON converts n as kubectl reads YAML (sigs.k8s.io/yaml: YAML 1.1 scalars, then JSON), by
+// encoding it again. Block scalars are encoded double-quoted: a folded one with more-indented
+// lines would not read back the same.
+func viaJSON(n *yaml.Node) (*unstructured.Unstructured, error) {
+	quoteBlocks(n)
 	out, err := yaml.Marshal(n)
 	if err != nil {
 		return nil, err
@@ -252,4 +267,102 @@ func joinErrors(errs []error) error {
 		return nil
 	}
 	return ErrorList(errs)
+}
+
+// plainValue is n's value as viaJSON would give it, for the documents nearly all inputs are:
+// mappings and sequences of quoted strings, plain strings that YAML 1.1 reads as strings, the
+// plain words it reads as booleans or null, and plain decimal integers. Anything else (other
+// numbers, timestamps, tags, aliases, merge keys, keys that are not strings, a key given twice)
+// is not ok, and viaJSON, which re-encodes the document, decides. Parsing 10,000 mutators spent
+// most of its time re-encoding.
+func plainValue(n *yaml.Node) (any, bool) {
+	if n.Style&yaml.TaggedStyle != 0 {
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, ok := plainValue(n.Content[i])
+			key, isStr := k.(string)
+			if !ok || !isStr || n.Content[i].Kind != yaml.ScalarNode {
+				return nil, false
+			}
+			if _, dup := m[key]; dup {
+				return nil, false
+			}
+			v, ok := plainValue(n.Content[i+1])
+			if !ok {
+				return nil, false
+			}
+			m[key] = v
+		}
+		return m, true
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, ok := plainValue(c)
+			if !ok {
+				return nil, false
+			}
+			l = append(l, v)
+		}
+		return l, true
+	case yaml.ScalarNode:
+		if n.Style != 0 {
+			return n.Value, true // quoted, literal or folded: a string
+		}
+		return plainScalar(n.Value)
+	}
+	return nil, false
+}
+
+// yaml11Words are the plain scalars YAML 1.1 (go.yaml.in/yaml/v2, which sigs.k8s.io/yaml uses)
+// reads as something other than a string and that start with a letter or "~".
+var yaml11Words = map[string]any{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true,
+	"true": true, "True": true, "TRUE": true, "on": true, "On": true, "ON": true,
+	"n": false, "N": false, "no": false, "No": false, "NO": false,
+	"false": false, "False": false, "FALSE": false, "off": false, "Off": false, "OFF": false,
+	"~": nil, "null": nil, "Null": nil, "NULL": nil,
+}
+
+// plainScalar reads a plain scalar as YAML 1.1 does, when that is simple: empty (null), a
+// word of yaml11Words, a string that cannot be anything else (its first character is not one
+// YAML 1.1 looks further at), a decimal integer without sign or leading zeros.
+func plainScalar(s string) (any, bool) {
+	if s == "" {
+		return nil, true
+	}
+	if v, ok := yaml11Words[s]; ok {
+		return v, true
+	}
+	c := s[0]
+	switch {
+	case c >= '1' && c <= '9' || c == '0' && len(s) == 1:
+		if len(s) > 18 {
+			return nil, false
+		}
+		var v int64
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return nil, false
+			}
+			v = v*10 + int64(s[i]-'0')
+		}
+		return v, true
+	case c >= '0' && c <= '9', c == '+', c == '-', c == '.', c == '<':
+		return nil, false // other numbers, timestamps, .inf, merge keys
+	}
+	return s, true
+}
+
+// quoteBlocks makes every literal or folded scalar below n double-quoted (the same string).
+func quoteBlocks(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		n.Style = n.Style&^(yaml.LiteralStyle|yaml.FoldedStyle) | yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteBlocks(c)
+	}
 }

@@ -66,5 +66,6 @@ func FuzzParse(f *testing.F) {
 		for _, d := range docs {
 			_ = d.LineOf("metadata", "name")
 		}
+		agree(t, "fuzz input", data, false) // the direct reading is kubectl's
 	})
 }

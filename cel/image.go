@@ -89,6 +89,21 @@ func let(name, init, body Expr) Expr {
 	return Index(Method(List(init), "map", name, body), Int(0))
 }
 
+// ConstantImage is the reference an AssignImage writes whatever the image was, when it sets
+// every part of it (domain, path and tag).
+func ConstantImage(op ir.RewriteImage) (string, bool) {
+	if op.Domain == "" || op.Path == "" || op.Tag == "" {
+		return "", false
+	}
+	c := RewriteImageString("", op)
+	for _, img := range []string{"nginx", "a.io/b/c:d", "localhost:5000/x@sha256:0"} {
+		if RewriteImageString(img, op) != c {
+			return "", false
+		}
+	}
+	return c, true
+}
+
 // RewriteImageString is the same function at compile time (for a missing field, img is "").
 func RewriteImageString(img string, op ir.RewriteImage) string {
 	domain, rest := "", img

@@ -154,6 +154,11 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 				}
 				return List(patchOp("add", cp, v)), nil
 			}
+			if op, ok := g.m.Op.(ir.RewriteImage); ok && existsOK && missingOK {
+				if c, ok := ConstantImage(op); ok {
+					return List(patchOp("add", cp, Str(c))), nil // the same
+				}
+			}
 			return condList(has, whenExists, whenMissing), nil
 		}
 		if existsOK {

@@ -554,16 +554,11 @@ func (g *footprint) replacesElement(sel, f path) bool {
 func (f *footprint) fixesImage(g *footprint) bool {
 	fo, ok := f.m.Op.(ir.RewriteImage)
 	gop, ok2 := g.m.Op.(ir.RewriteImage)
-	if !ok || !ok2 || fo.Domain == "" || fo.Path == "" || fo.Tag == "" {
+	if !ok || !ok2 {
 		return false
 	}
-	c := cel.RewriteImageString("", fo)
-	for _, img := range []string{"nginx", "a.io/b/c:d", "localhost:5000/x@sha256:0"} {
-		if cel.RewriteImageString(img, fo) != c {
-			return false
-		}
-	}
-	return cel.RewriteImageString(c, gop) == c
+	c, ok := cel.ConstantImage(fo)
+	return ok && cel.RewriteImageString(c, gop) == c
 }
 
 // feeds says why g reads something f writes.

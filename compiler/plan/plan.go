@@ -346,7 +346,14 @@ func footprintOf(m *ir.Mutation) *footprint {
 	}
 	f.writes = append(f.writes, f.full)
 	switch op := m.Op.(type) {
-	case ir.MergeSet, ir.PruneSet, ir.RewriteImage:
+	case ir.RewriteImage:
+		if c, ok := cel.ConstantImage(op); ok {
+			// It writes that constant whatever the image was: an Assign of it.
+			f.setValue, f.value = fmt.Sprintf("%#v", c), c
+		} else {
+			f.values = append(f.values, f.full)
+		}
+	case ir.MergeSet, ir.PruneSet:
 		f.values = append(f.values, f.full)
 	case ir.SetValue:
 		if op.FromMetadata == "" {

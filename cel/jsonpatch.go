@@ -206,19 +206,18 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		if !ok || st.Glob {
 			return nil, errElementNeedsAssign
 		}
-		v, err := g.setValueExpr(sv)
-		if err != nil {
-			return nil, err
+		ops := func(v Expr) Expr {
+			var whenExists, whenMissing Expr = emptyList, emptyList
+			if existsOK {
+				first := Index(Method(cur, "transformList", Ident(iv), Ident(ev), match, Ident(iv)), Int(0))
+				whenExists = List(patchOp("replace", p.index(first), v))
+			}
+			if missingOK {
+				whenMissing = List(patchOp("add", p.child("-"), v))
+			}
+			return condList(Method(cur, "exists", Ident(ev), match), whenExists, whenMissing)
 		}
-		var whenExists, whenMissing Expr = emptyList, emptyList
-		if existsOK {
-			first := Index(Method(cur, "transformList", Ident(iv), Ident(ev), match, Ident(iv)), Int(0))
-			whenExists = List(patchOp("replace", p.index(first), v))
-		}
-		if missingOK {
-			whenMissing = List(patchOp("add", p.child("-"), v))
-		}
-		return condList(Method(cur, "exists", Ident(ev), match), whenExists, whenMissing), nil
+		return g.wholeElement(sv, ops)
 	}
 	if st.Glob && !existsOK {
 		return emptyList, nil // Gatekeeper: MustNotExist on a glob can never hold
@@ -267,11 +266,7 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 			if !ok {
 				return nil, errElementNeedsAssign
 			}
-			v, err := g.setValueExpr(sv)
-			if err != nil {
-				return nil, err
-			}
-			return List(patchOp("add", p.child("-"), v)), nil
+			return g.wholeElement(sv, func(v Expr) Expr { return List(patchOp("add", p.child("-"), v)) })
 		}
 		next := g.fresh(k)
 		g.created = nil
@@ -304,6 +299,28 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 		return emptyList, err
 	}
 	return g.completed(func() (Expr, error) { return g.addValue(cp, v) })
+}
+
+// wholeElement is ops(v) for the element a whole-element Assign writes, v holding it with its
+// completions (ir.Completion: what mutations sorted after it set in it, in the same pass).
+func (g *jpgen) wholeElement(sv ir.SetValue, ops func(v Expr) Expr) (Expr, error) {
+	lit, ok := sv.Value.(map[string]any)
+	if !ok || len(g.m.Completions) == 0 {
+		v, err := g.setValueExpr(sv)
+		if err != nil {
+			return nil, err
+		}
+		return ops(v), nil
+	}
+	elem := CopyJSON(lit).(map[string]any)
+	g.created = elem
+	return g.completed(func() (Expr, error) {
+		v, err := Value(elem)
+		if err != nil {
+			return nil, err
+		}
+		return ops(v), nil
+	})
 }
 
 // completed is emit() for a value holding the list element this mutation created (g.created,
@@ -502,6 +519,11 @@ func (g *jpgen) sim(d int, cur any) (bool, any, error) {
 		sv, ok := g.m.Op.(ir.SetValue)
 		if !ok {
 			return false, nil, fmt.Errorf("a location ending in a list element needs an Assign")
+		}
+		if lit, ok := sv.Value.(map[string]any); ok && len(g.m.Completions) > 0 {
+			elem := CopyJSON(lit).(map[string]any)
+			g.created = elem // completed sets its completions in it
+			return true, append(l, elem), nil
 		}
 		v, err := g.setValueExpr(sv)
 		if err != nil {

@@ -90,6 +90,9 @@ type Output struct {
 	// Redundant lists the mutators the fused layout emits nothing for: they change nothing in
 	// Gatekeeper's run (plan.Redundant).
 	Redundant []plan.Redundancy
+	// Forwarded lists the mutators the fused layout computes with the constant a later one
+	// always replaces what they write with (plan.Forward).
+	Forwarded []plan.Redundancy
 	// ExcludedNamespaces is every namespace the policies skip (options and Config documents).
 	ExcludedNamespaces []string
 	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled IgnoreLabel.
@@ -182,6 +185,10 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	}
 	// Refuse the groups Gatekeeper's in-memory quirks or the API server's defaulting make
 	// irreproducible, and plan the rest again (refusing some can change the others' groups).
+	ops := map[*ir.Mutation]ir.Op{} // as lowered: plan.Forward changes some, afresh in each pass
+	for _, m := range ms {
+		ops[m] = m.Op
+	}
 	for {
 		var keep []*ir.Mutation
 		for _, m := range ms {
@@ -191,8 +198,12 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		}
 		// Fused, mutators that change nothing in Gatekeeper's run get no mutation: they would
 		// only cost CEL and, interacting with the mutator that makes them moot, mutations.
-		out.Redundant = nil
+		out.Redundant, out.Forwarded = nil, nil
+		for _, m := range keep {
+			m.Op = ops[m]
+		}
 		if opts.Layout != LayoutPerMutator {
+			out.Forwarded = plan.Forward(keep)
 			out.Redundant = plan.Redundant(keep)
 			gone := map[*ir.Mutation]bool{}
 			for _, r := range out.Redundant {
@@ -224,6 +235,10 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		if !more {
 			break
 		}
+	}
+	for _, r := range out.Forwarded {
+		m := r.M
+		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed as an Assign of the value of %s: %s", m.Source.File, m.Source.Line, m.Source, r.By.Source, r.Why))
 	}
 	for _, r := range out.Redundant {
 		m := r.M

@@ -31,7 +31,8 @@ func scanGenerated(t *testing.T, found func(*compiler.Output) bool) int {
 // written with the values earlier mutators set in them), unconditional and conditional, so that
 // TestDifferential checks it against Gatekeeper.
 func TestGeneratedCasesComplete(t *testing.T) {
-	var plain, conditional int
+	var plain, conditional, later, whole int
+	enough := func() bool { return plain >= 2 && conditional >= 2 && later >= 2 && whole >= 2 }
 	n := scanGenerated(t, func(out *compiler.Output) bool {
 		for _, g := range out.Groups {
 			for _, m := range g.Mutations {
@@ -41,26 +42,34 @@ func TestGeneratedCasesComplete(t *testing.T) {
 					} else {
 						conditional++
 					}
+					if cp.By.SortKey > m.SortKey {
+						later++
+						if m.Path[len(m.Path)-1].List {
+							whole++
+						}
+					}
 				}
 			}
 		}
-		return plain >= 2 && conditional >= 2
+		return enough()
 	})
-	t.Logf("%d cases: %d completions, %d conditional", n, plain, conditional)
-	if plain < 2 || conditional < 2 {
-		t.Errorf("%d cases: %d completions, %d conditional; the differential test would hardly check both", n, plain, conditional)
+	t.Logf("%d cases: %d completions, %d conditional; %d by later mutators, %d of whole elements", n, plain, conditional, later, whole)
+	if !enough() {
+		t.Errorf("%d cases: %d completions, %d conditional; %d by later mutators, %d of whole elements: the differential test would hardly check each", n, plain, conditional, later, whole)
 	}
 }
 
 // TestGeneratedCasesRedundant: the differential cases include mutators the fused layout leaves
-// out as redundant (plan.Redundant), for each kind of reason, so that TestDifferential checks
-// that leaving them out keeps Gatekeeper's result.
+// out as redundant (plan.Redundant), for each kind of reason, and mutators it computes with a
+// later one's constant (plan.Forward), so that TestDifferential checks that this keeps
+// Gatekeeper's result.
 func TestGeneratedCasesRedundant(t *testing.T) {
 	kinds := map[string]int{}
 	enough := func() bool {
-		return kinds["after"] >= 2 && kinds["before, add-only"] >= 2 && kinds["before, same value"] >= 2
+		return kinds["after"] >= 2 && kinds["before, add-only"] >= 2 && kinds["before, same value"] >= 2 && kinds["forwarded"] >= 2
 	}
 	n := scanGenerated(t, func(out *compiler.Output) bool {
+		kinds["forwarded"] += len(out.Forwarded)
 		for _, r := range out.Redundant {
 			switch {
 			case strings.Contains(r.Why, "sorted after it"):

@@ -17,6 +17,7 @@ import (
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
@@ -179,7 +180,11 @@ func explained(out *compiler.Output) []explainedGroup {
 				if g, err := cel.CompletionGuard(c.By.Match); err == nil && g != cel.True {
 					when = " where its match holds"
 				}
-				eg.Completed = append(eg.Completed, fmt.Sprintf("%s creates %s with %s: %s, which %s sets there in Gatekeeper's next pass%s", m.Source, elementPath(m), strings.Join(c.Path, "."), v, c.By.Source, when))
+				pass := "in Gatekeeper's next pass"
+				if c.By.SortKey > m.SortKey {
+					pass = "later in the same pass"
+				}
+				eg.Completed = append(eg.Completed, fmt.Sprintf("%s writes %s with %s: %s, which %s sets there %s%s", m.Source, elementPath(m), strings.Join(c.Path, "."), v, c.By.Source, pass, when))
 			}
 		}
 		if i < len(out.AlsoIn) {
@@ -284,19 +289,22 @@ type explainedRedundant struct {
 	Because string `json:"because"`
 }
 
-func redundant(out *compiler.Output) []explainedRedundant {
-	var rs []explainedRedundant
-	for _, r := range out.Redundant {
-		rs = append(rs, explainedRedundant{Mutator: r.M.Source.String(), Because: r.Why})
+func redundant(rs []plan.Redundancy) []explainedRedundant {
+	var out []explainedRedundant
+	for _, r := range rs {
+		out = append(out, explainedRedundant{Mutator: r.M.Source.String(), Because: r.Why})
 	}
-	return rs
+	return out
 }
 
 func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error {
 	doc := map[string]any{"groups": explained(out), "policies": explainedPolicies(out),
 		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}
-	if rs := redundant(out); rs != nil {
+	if rs := redundant(out.Redundant); rs != nil {
 		doc["redundant"] = rs
+	}
+	if rs := redundant(out.Forwarded); rs != nil {
+		doc["forwarded"] = rs
 	}
 	if costs != nil {
 		doc["celCost"] = costs
@@ -359,8 +367,14 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 			fmt.Fprintf(w, "  %s\n", c)
 		}
 	}
-	if rs := redundant(out); len(rs) > 0 {
+	if rs := redundant(out.Redundant); len(rs) > 0 {
 		fmt.Fprintf(w, "no mutation for these: they never change an object in Gatekeeper's run (it gives the same result without them):\n")
+		for _, r := range rs {
+			fmt.Fprintf(w, "  - %s: %s\n", r.Mutator, r.Because)
+		}
+	}
+	if rs := redundant(out.Forwarded); len(rs) > 0 {
+		fmt.Fprintf(w, "computed as an Assign of the value a later mutator always replaces theirs with (Gatekeeper's result is the same):\n")
 		for _, r := range rs {
 			fmt.Fprintf(w, "  - %s: %s\n", r.Mutator, r.Because)
 		}

@@ -234,13 +234,41 @@ func TestExplainCompletions(t *testing.T) {
 	}
 	got := strings.Join(all, "\n")
 	for _, want := range []string{
-		`Assign/c-debug-image creates spec.containers[name: debug] with imagePullPolicy: "Always", which Assign/a-pull-always sets there in Gatekeeper's next pass`,
-		`Assign/c-debug-image creates spec.containers[name: debug] with securityContext.privileged: false, which Assign/b-debug-unprivileged sets there in Gatekeeper's next pass where its match holds`,
-		`AssignImage/d-proxy-image creates spec.containers[name: proxy] with tty: true, which Assign/e-all-tty sets there`,
+		`Assign/c-debug-image writes spec.containers[name: debug] with imagePullPolicy: "Always", which Assign/a-pull-always sets there in Gatekeeper's next pass`,
+		`Assign/c-debug-image writes spec.containers[name: debug] with securityContext.privileged: false, which Assign/b-debug-unprivileged sets there in Gatekeeper's next pass where its match holds`,
+		`AssignImage/d-proxy-image writes spec.containers[name: proxy] with tty: true, which Assign/e-all-tty sets there`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
+	}
+}
+
+// TestExplainLaterCompletionsAndForwarded: on the docs examples, explain names the element a
+// whole-element Assign writes with what a later mutator sets in it in the same pass, and the
+// mutator computed with a later one's constant.
+func TestExplainLaterCompletionsAndForwarded(t *testing.T) {
+	var doc struct {
+		Groups    []struct{ CompletedElements []string }
+		Forwarded []struct{ Mutator, Because string }
+	}
+	runExplainJSON(t, "../../examples/gatekeeper", &doc)
+	var all []string
+	for _, g := range doc.Groups {
+		all = append(all, g.CompletedElements...)
+	}
+	want := `Assign/intent-networking writes spec.containers[name: networking] with image: "my.registry.io/repo/app@sha256:abcde67890123456789abc345678901a", which AssignImage/assign-container-image sets there later in the same pass where its match holds`
+	if !strings.Contains(strings.Join(all, "\n"), want) {
+		t.Errorf("missing %q in:\n%s", want, strings.Join(all, "\n"))
+	}
+	found := false
+	for _, f := range doc.Forwarded {
+		if f.Mutator == "AssignImage/add-nginx-digest" && strings.Contains(f.Because, "AssignImage/assign-container-image, sorted after it, always writes") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("add-nginx-digest should be computed with assign-container-image's constant: %+v", doc.Forwarded)
 	}
 }
 

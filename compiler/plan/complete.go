@@ -17,9 +17,11 @@ const maxConditionalCompletions = 2
 // A mutation f that creates a list element when its key is missing (the element is new; when
 // it exists f only writes its own field in it) gets there, in Gatekeeper, the constants that
 // mutations sorted before f set in every element (or that element): not in the pass that
-// created it, but in the next. The element is then written with those values at once, and
-// those mutations find in it what they write (keepsLiteral): no second round for it. A value g
-// sets at S below the element becomes a completion when:
+// created it, but in the next; and those that mutations sorted after f set there, in the same
+// pass. The element is then written with those values at once, and those mutations find in it
+// what they write (keepsLiteral): no second round for it, and no order between them. A value
+// (a constant: an Assign's, or an AssignImage's that sets every part) g sets at S below the
+// element becomes a completion when:
 //   - g applies to every request f does, but for its scope, namespaces, name or namespace
 //     selector (which decide the completion, cel.CompletionGuard), and has no label selector
 //     (the object's labels may change within the request);
@@ -29,7 +31,9 @@ const maxConditionalCompletions = 2
 //     the same value there (whichever writes it, it is that value), and f's own field is not on
 //     S: what g then sets stays as it is, and no decision depends on when it was set.
 //
-// f is not a whole-element Assign: that replaces the element in every pass, after g.
+// A whole-element Assign f replaces the element in every pass, after what was sorted before it:
+// only mutations sorted after it complete it, and its element is completed where it replaces
+// one as well as where it adds one.
 //
 // Only the mutations through one list are compared (and none when a list has more than
 // maxCompleteList of them: completing is an optimisation, and its checks grow with the square).
@@ -81,16 +85,20 @@ func completeList(ms []*ir.Mutation, idx, flat []int, fp func(int) *footprint) {
 	for n, fi := range idx {
 		f := ms[fi]
 		lit, e := createdElement(f, fp(fi).valueOrImage())
-		if lit == nil || e == len(f.Path)-1 || !topLevel(f.Path, e) {
+		if lit == nil || !topLevel(f.Path, e) {
 			continue
 		}
+		whole := e == len(f.Path)-1
 		var slots [][]string
 		conditional := 0
 	candidates:
-		for _, gi := range idx[:n] {
+		for pos, gi := range idx {
+			if pos == n || pos < n && whole {
+				continue // an earlier g's write is undone by f's whole element in every pass
+			}
 			g := ms[gi]
-			sv, ok := g.Op.(ir.SetValue)
-			if !ok || sv.FromMetadata != "" || g.Match.LabelSelector != nil || !coversRules(g.Match, f.Match) {
+			value, ok := constantOf(g)
+			if !ok || g.Match.LabelSelector != nil || !coversRules(g.Match, f.Match) {
 				continue
 			}
 			s, ok := completionSlot(g, f, e, lit)
@@ -116,7 +124,7 @@ func completeList(ms []*ir.Mutation, idx, flat []int, fp func(int) *footprint) {
 				conditional++
 			}
 			slots = append(slots, s)
-			f.Completions = append(f.Completions, ir.Completion{Path: s, Value: sv.Value, By: g})
+			f.Completions = append(f.Completions, ir.Completion{Path: s, Value: cel.CopyJSON(value), By: g})
 		}
 	}
 }

@@ -446,10 +446,21 @@ func covers(p, r path) bool {
 }
 
 // matchesAll: does a match every request b matches? (Only the plain case: a restricts nothing
-// but kinds, and has every kind b has.)
+// but kinds, and has every kind b has; match.kinds that admit every kind of a's rules restrict
+// nothing.)
 func matchesAll(a, b ir.Match) bool {
-	if len(a.Namespaces)+len(a.ExcludedNamespaces)+len(a.Kinds) > 0 || a.Name != "" || a.LabelSelector != nil || a.NamespaceSelector != nil || a.Scope != "" && a.Scope != b.Scope {
+	if len(a.Namespaces)+len(a.ExcludedNamespaces) > 0 || a.Name != "" || a.LabelSelector != nil || a.NamespaceSelector != nil || a.Scope != "" && a.Scope != b.Scope {
 		return false
+	}
+	if len(a.Kinds) > 0 {
+		if len(a.Rules) == 0 {
+			return false
+		}
+		for _, r := range a.Rules {
+			if !kindAllowed(a, r.Group, r.Kind) {
+				return false
+			}
+		}
 	}
 	if len(a.Rules) == 0 {
 		return len(a.Operations) == 0 || len(b.Rules) == 0 && len(b.Operations) > 0 && subset(b.Operations, a.Operations)

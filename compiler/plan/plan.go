@@ -539,6 +539,51 @@ func (f *footprint) sameValueSamePath(g *footprint) bool {
 	return true
 }
 
+// sameConstantLeaf: do f and g set the same constant at one object field, through list
+// elements that may be the same, without tests, with at most one of them appending an element
+// on the way? Computed from one object, they then give the same operations for every element
+// both reach (an "add" of the constant, or of the same parent holding it), and the appended
+// element is added once.
+func (f *footprint) sameConstantLeaf(g *footprint) bool {
+	if f.setValue == "" || f.setValue != g.setValue || len(f.full) != len(g.full) || len(f.appends) > 0 && len(g.appends) > 0 {
+		return false
+	}
+	for i, a := range f.full {
+		b := g.full[i]
+		if a.list != b.list || !a.list && a != b || a.list && !segCompatible(a, b) {
+			return false
+		}
+	}
+	if f.full[len(f.full)-1].list {
+		return false
+	}
+	for _, m := range []*ir.Mutation{f.m, g.m} {
+		for i := range m.Path {
+			if !m.ExistsOK[i] || !m.MissingOK[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fillsElement: does g set, with one "add" of a constant whatever is there (no test), a field
+// right below the list elements f writes or creates whole (keyed), where f's element already
+// holds that constant (keepsLiteral, completions included)? Computed from one object, g's
+// operation on an element f replaces writes what f's element holds, before or after f's, and
+// an element f appends is not among those g's operations reach.
+func (f *footprint) fillsElement(g *footprint) bool {
+	if !g.keepsLiteral(f) || f.elemAt != len(f.full)-1 || len(g.full) != f.elemAt+2 || len(g.appends) > 0 {
+		return false
+	}
+	for i := range g.m.Path {
+		if !g.m.ExistsOK[i] || !g.m.MissingOK[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // replacesElement: is sel g's whole location, one keyed element (no glob) that g assigns whole,
 // and does the path of f (which writes or creates nodes on it) run through that very element?
 // Then what f does there cannot change what g does: g puts its value in the element's place,
@@ -838,13 +883,25 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
 		shared++
 	}
-	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) {
+	// Writes of one constant at one field, of which one may append the element on the way,
+	// give the same operations wherever both write, from the same object.
+	alike := fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa)
+	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) && !alike {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}
-	for _, f := range []*footprint{fa, fb} {
+	for _, pair := range [][2]*footprint{{fa, fb}, {fb, fa}} {
+		f, o := pair[0], pair[1]
 		for _, c := range f.appends {
-			if len(c) <= shared {
-				return fmt.Sprintf("%s and %s may both create the list element %s", a.Source, b.Source, c)
+			if len(c) > shared || alike {
+				continue
+			}
+			// Two "add .../-" of one element would add it twice; where only f may append it,
+			// o's operations reach the elements that were there (what o then does to f's new
+			// element is an interaction, decided above).
+			for _, d := range o.appends {
+				if len(d) == len(c) && prefixOf(c, d) {
+					return fmt.Sprintf("%s and %s may both create the list element %s", a.Source, b.Source, c)
+				}
 			}
 		}
 		for _, c := range f.creates {

@@ -188,6 +188,9 @@ func TestFusable(t *testing.T) {
 		assign("h", "spec.containers[name: foo].imagePullPolicy", "Always", ""),
 		assign("i", "spec.containers[name: *].securityContext.privileged", "false", ""),
 		assign("j", "spec.containers[name: *].securityContext.runAsNonRoot", "true", ""),
+		assign("k", "spec.containers[name: foo].imagePullPolicy", "Always", ""),
+		assign("l", "spec.containers[name: *].imagePullPolicy", "Always", ""),
+		assign("m", "spec.containers[name: bar].imagePullPolicy", "Never", ""),
 	)
 	byName := named(ms)
 	for _, c := range []struct {
@@ -200,10 +203,40 @@ func TestFusable(t *testing.T) {
 		{"e", "f", true},  // spec must exist: nothing shared is created
 		{"g", "h", false}, // both may append the element foo
 		{"i", "j", true},  // both may create securityContext in every container
+		{"k", "l", true},  // one constant at one field; only k may append foo, with it
+		{"h", "k", false}, // both may append foo
+		{"m", "l", false}, // bar is appended with another value than l sets in it
 	} {
 		if got := plan.Fusable(byName[c.a], byName[c.b]); got != c.want {
 			t.Errorf("Fusable(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestFusableCompleted: a whole element written with what a glob sorted after it sets in it
+// (plan.Complete) is computed with that glob in one expression, when the glob's operation is one
+// "add" right below the element; not otherwise.
+func TestFusableCompleted(t *testing.T) {
+	notSet := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
+	for _, c := range []struct {
+		name, glob string
+		want       bool
+	}{
+		{"one add below the element", assign("c-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), true},
+		{"with a test", assign("c-pull", "spec.containers[name: *].imagePullPolicy", "Always", notSet), false},
+		{"deeper in the element", assign("c-priv", "spec.containers[name: *].securityContext.privileged", "false", ""), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms := mutations(t, assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy}", ""), c.glob)
+			plan.Complete(ms)
+			if len(ms[0].Completions) != 1 {
+				t.Fatalf("b-sidecar should be completed: %+v", ms[0].Completions)
+			}
+			z := plan.NewFuser()
+			if got := z.Fusable(ms[0], ms[1]); got != c.want {
+				t.Errorf("Fusable = %v, want %v (%s)", got, c.want, z.WhyNot(ms[0], ms[1]))
+			}
+		})
 	}
 }
 
@@ -322,16 +355,25 @@ func TestComplete(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		docs []string
-		want string // the last mutation's completions
+		want string // b-sidecar's completions
 	}{
 		{"a glob sorted before the creator",
 			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
 			"[imagePullPolicy=Always by a-pull]"},
-		{"a glob sorted after it acts in the same pass",
+		{"a glob sorted after it, in the same pass",
 			[]string{assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", ""), assign("c-pull", "spec.containers[name: *].imagePullPolicy", "Always", "")},
-			"[]"},
-		{"a whole element is replaced in every pass",
+			"[imagePullPolicy=Always by c-pull]"},
+		{"a whole element is replaced in every pass, after what is sorted before it",
 			[]string{assign("a-pull", "spec.containers[name: *].imagePullPolicy", "Always", ""), assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy}", "")},
+			"[]"},
+		{"a whole element, and a glob sorted after it",
+			[]string{assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy, image: envoy}", ""), assign("c-pull", "spec.containers[name: *].imagePullPolicy", "Always", "")},
+			"[imagePullPolicy=Always by c-pull]"},
+		{"an AssignImage sorted after it that sets every part",
+			[]string{assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy}", ""), image("c-image", "spec.containers[name: *].image", "my.reg", "envoy", ":v1")},
+			"[image=my.reg/envoy:v1 by c-image]"},
+		{"not an AssignImage that keeps a part",
+			[]string{assign("b-sidecar", "spec.containers[name: proxy]", "{name: proxy}", ""), image("c-image", "spec.containers[name: *].image", "my.reg", "", ":v1")},
 			"[]"},
 		{"a field the new element has is left alone",
 			[]string{assign("a-pull", "spec.containers[name: *].image", "nginx", ""), assign("b-sidecar", "spec.containers[name: proxy].image", "envoy", "")},
@@ -361,9 +403,8 @@ func TestComplete(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ms := mutations(t, c.docs...)
 			plan.Complete(ms)
-			last := ms[len(ms)-1]
 			var got []string
-			for _, cp := range last.Completions {
+			for _, cp := range named(ms)["b-sidecar"].Completions {
 				got = append(got, fmt.Sprintf("%s=%v by %s", strings.Join(cp.Path, "."), cp.Value, cp.By.Source.Name))
 			}
 			if fmt.Sprint(got) != c.want && !(len(got) == 0 && c.want == "[]") {

@@ -142,6 +142,12 @@ func redundantBecause(ms []*ir.Mutation, fp func(int) *footprint, j, bi int) str
 	}
 	n := fm.full
 	near := func(p path) bool { return prefixOf(p, n) || prefixOf(n, p) }
+	if !before {
+		if !untouched(ms, fp, lo, hi, m.Match, n, false) {
+			return ""
+		}
+		return fmt.Sprintf("%s, sorted after it, adds the same value at %s wherever it could, and nothing between them looks there", b.Source, ir.PathString(m.Path))
+	}
 	for k := lo + 1; k < hi; k++ {
 		if !kindsOverlap(ms[k].Match, m.Match) {
 			continue
@@ -153,16 +159,6 @@ func redundantBecause(ms []*ir.Mutation, fp func(int) *footprint, j, bi int) str
 			if near(p) && len(p) >= len(n) {
 				return ""
 			}
-		}
-		if !before {
-			for _, group := range [][]path{f.writes, f.appends, f.exists, f.values, f.keys, {f.full}} {
-				for _, p := range group {
-					if near(p) {
-						return ""
-					}
-				}
-			}
-			continue
 		}
 		for _, group := range [][]path{f.writes, f.appends} {
 			for _, p := range group {
@@ -178,11 +174,53 @@ func redundantBecause(ms []*ir.Mutation, fp func(int) *footprint, j, bi int) str
 			}
 		}
 	}
-	if before {
-		if addOnly(m) {
-			return fmt.Sprintf("%s, sorted before it, writes %s wherever it could, and it only adds a value there where none is", b.Source, ir.PathString(m.Path))
-		}
-		return fmt.Sprintf("%s, sorted before it, sets %s to the same value wherever it could", b.Source, ir.PathString(m.Path))
+	if addOnly(m) {
+		return fmt.Sprintf("%s, sorted before it, writes %s wherever it could, and it only adds a value there where none is", b.Source, ir.PathString(m.Path))
 	}
-	return fmt.Sprintf("%s, sorted after it, adds the same value at %s wherever it could, and nothing between them looks there", b.Source, ir.PathString(m.Path))
+	return fmt.Sprintf("%s, sorted before it, sets %s to the same value wherever it could", b.Source, ir.PathString(m.Path))
+}
+
+// untouched: does no mutation sorted strictly between ms[lo] and ms[hi] that may apply to a
+// request match admits look at, write or create anything at, above or below n? (Object fields
+// created above n are fine: where one was missing, the walk that creates it puts only its own
+// path in it, which the other tests see.) With sameNodes (the nodes on n's path are there
+// whether or not the mutation in question ran), the key fields other mutations compare are no
+// concern, but for a key on n's own path below its element.
+func untouched(ms []*ir.Mutation, fp func(int) *footprint, lo, hi int, match ir.Match, n path, sameNodes bool) bool {
+	near := func(p path) bool { return prefixOf(p, n) || prefixOf(n, p) }
+	for k := lo + 1; k < hi; k++ {
+		if !kindsOverlap(ms[k].Match, match) {
+			continue
+		}
+		f := fp(k)
+		for _, p := range f.creates {
+			if near(p) && len(p) >= len(n) {
+				return false
+			}
+		}
+		for _, group := range [][]path{f.writes, f.appends, f.exists, f.values, {f.full}} {
+			for _, p := range group {
+				if near(p) {
+					return false
+				}
+			}
+		}
+		for _, p := range f.keys {
+			if near(p) && !(sameNodes && keyOffPath(p, n)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keyOffPath: is p (the key field of a list's elements, list[*].key) a field that n, which runs
+// through an element of that list, does not run through (n is the element, or below a field of
+// it other than the key)? Then writing at n leaves every key as it was.
+func keyOffPath(p, n path) bool {
+	e := len(p) - 2
+	if e < 0 || len(n) <= e || !n[e].list {
+		return false
+	}
+	return len(n) == e+1 || n[e+1].field != p[e+1].field
 }

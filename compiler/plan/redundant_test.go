@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/plan"
 )
 
@@ -119,6 +120,70 @@ func TestRedundant(t *testing.T) {
 			sort.Strings(got)
 			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
 				t.Errorf("redundant: got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForward(t *testing.T) {
+	glob := "spec.containers[name: *].imagePullPolicy"
+	inProd := func(doc string) string {
+		return strings.Replace(doc, "spec:\n", "spec:\n  match: {namespaces: [prod]}\n", 1)
+	}
+	notSet := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
+	cases := []struct {
+		name string
+		docs []string
+		want []string // "mutator by mutator"
+	}{
+		{"a later constant over a glob", []string{
+			assign("a", glob, "Never", ""), assign("b", glob, "Always", ""),
+		}, []string{"a by b"}},
+		{"a key, and a later glob", []string{
+			assign("a", "spec.containers[name: x].imagePullPolicy", "Never", ""), assign("b", glob, "Always", ""),
+		}, []string{"a by b"}},
+		{"an image tag, and a later AssignImage that sets every part", []string{
+			image("a", "spec.containers[name: nginx].image", "", "", "@sha256:0123456789012345678901234567890123456789012345678901234567890123"),
+			image("b", "spec.containers[name: *].image", "my.reg", "app", ":v1"),
+		}, []string{"a by b"}},
+		{"the later one applies to fewer requests", []string{
+			assign("a", glob, "Never", ""), inProd(assign("b", glob, "Always", "")),
+		}, nil},
+		{"the later one writes only where nothing is", []string{
+			assign("a", glob, "Never", ""), assign("b", glob, "Always", notSet),
+		}, nil},
+		{"a glob, and a later key", []string{
+			assign("a", glob, "Never", ""), assign("b", "spec.containers[name: x].imagePullPolicy", "Always", ""),
+		}, nil},
+		{"a rewrite between, overwritten too: a chain", []string{
+			image("a", "spec.containers[name: nginx].image", "", "", ":v2"),
+			image("ab", "spec.containers[name: *].image", "", "mirror/app", ""),
+			image("b", "spec.containers[name: *].image", "my.reg", "app", ":v1"),
+		}, []string{"a by ab", "ab by b"}},
+		{"something between writes it only where it is missing", []string{
+			assign("a", glob, "Never", ""), assign("ab", glob, "IfNotPresent", notSet), assign("b", glob, "Always", ""),
+		}, []string{"ab by b"}},
+		{"something between appends to the list", []string{
+			assign("a", glob, "Never", ""), assign("ab", "spec.containers[name: proxy].image", "envoy", ""), assign("b", glob, "Always", ""),
+		}, nil},
+		{"an AssignImage that keeps a part is no constant", []string{
+			image("a", "spec.containers[name: nginx].image", "", "", ":v2"),
+			image("b", "spec.containers[name: *].image", "my.reg", "", ":v1"),
+		}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := mutations(t, tc.docs...)
+			var got []string
+			for _, r := range plan.Forward(ms) {
+				got = append(got, r.M.Source.Name+" by "+r.By.Source.Name)
+				if sv, ok := r.M.Op.(ir.SetValue); !ok || sv.Value == nil {
+					t.Errorf("%s: computed as %#v, want an Assign of a constant", r.M.Source, r.M.Op)
+				}
+			}
+			sort.Strings(got)
+			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Errorf("forwarded: got %q, want %q", got, tc.want)
 			}
 		})
 	}

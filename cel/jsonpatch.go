@@ -360,17 +360,59 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 			SetPath(elem, c.Path, CopyJSON(c.Value))
 		}
 	}
+	// known[i]: conds[i] is decided by the branches taken above it (1 true, -1 false): a
+	// condition whose conjuncts all hold where an earlier one does holds there, and one that
+	// holds only where an earlier one does fails where that one fails.
+	terms := make([]map[string]bool, len(conds))
+	for i, c := range conds {
+		terms[i] = map[string]bool{}
+		for _, t := range flatten(c, "&&") {
+			terms[i][String(t)] = true
+		}
+	}
+	within := func(a, b map[string]bool) bool { // every conjunct of a is one of b
+		for t := range a {
+			if !b[t] {
+				return false
+			}
+		}
+		return true
+	}
+	known := make([]int, len(conds))
 	var build func(i int, with []ir.Completion) (Expr, error)
 	build = func(i int, with []ir.Completion) (Expr, error) {
 		if i == len(conds) {
 			reset(with)
 			return emit()
 		}
-		t, err := build(i+1, append(with[:len(with):len(with)], cs[i]))
+		branch := func(holds bool) (Expr, error) {
+			saved := append([]int(nil), known...)
+			defer copy(known, saved)
+			for j := i + 1; j < len(conds); j++ {
+				switch {
+				case known[j] != 0:
+				case holds && within(terms[j], terms[i]):
+					known[j] = 1
+				case !holds && within(terms[i], terms[j]):
+					known[j] = -1
+				}
+			}
+			if holds {
+				return build(i+1, append(with[:len(with):len(with)], cs[i]))
+			}
+			return build(i+1, with)
+		}
+		switch known[i] {
+		case 1:
+			return branch(true)
+		case -1:
+			return branch(false)
+		}
+		t, err := branch(true)
 		if err != nil {
 			return nil, err
 		}
-		f, err := build(i+1, with)
+		f, err := branch(false)
 		if err != nil {
 			return nil, err
 		}

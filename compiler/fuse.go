@@ -119,7 +119,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 				if cel.IsEmpty(ops) {
 					continue // it can never write anything
 				}
-				guards[m], opsOf[m] = guard, ops
+				guards[m], opsOf[m] = guard, assumeRequest(m, ops, b.match.Rules)
 			}
 		}
 		// Each distinct guard becomes a policy variable, evaluated once per expression however
@@ -183,7 +183,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 			}
 			contents = append(contents, c)
 			prevAfter, prevWhy, after, why = after, why, "", ""
-			e, parts, err := fusedParts(env, fz, batch, opsOf)
+			e, parts, err := fusedParts(env, fz, batch, opsOf, b.match.Rules)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
 			}
@@ -480,13 +480,24 @@ const maxFusedLength = 20000
 // nodes several of them would create (each once, empty), then every step's operations, all
 // computed from the same object.
 func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
-	e, _, err := fusedParts(env, plan.NewFuser(), batch, nil)
+	e, _, err := fusedParts(env, plan.NewFuser(), batch, nil, nil)
 	return e, err
 }
 
+// assumeRequest is ops (m's operations) for requests that match rules (the policy's), when
+// they test the request's kind: the values of fromMetadata (a Namespace's own name) and the
+// conditions of completions (cel.CompletionGuard).
+func assumeRequest(m *ir.Mutation, ops cel.Expr, rules []ir.Rule) cel.Expr {
+	if sv, ok := m.Op.(ir.SetValue); ok && sv.FromMetadata != "" || len(m.Completions) > 0 {
+		return cel.AssumeRequest(ops, rules)
+	}
+	return ops
+}
+
 // fusedParts is fusedPatch, also returning the parts it concatenates. opsOf, if not nil, holds
-// the steps' operations as cel.JSONPatch gives them (reused where no shared node is assumed).
-func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr) (cel.Expr, []cel.Expr, error) {
+// the steps' operations as cel.JSONPatch gives them (reused where no shared node is assumed);
+// rules, if not nil, are the policy's (assumeRequest).
+func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr, rules []ir.Rule) (cel.Expr, []cel.Expr, error) {
 	var parts []cel.Expr
 	ms := make([]*ir.Mutation, len(batch))
 	guardOf := map[*ir.Mutation]cel.Expr{}
@@ -543,6 +554,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 			if ops, err = cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m]); err != nil {
 				return nil, nil, err
 			}
+			ops = assumeRequest(s.m, ops, rules)
 		}
 		g := cel.Guarded(s.guard, ops)
 		if !cel.IsEmpty(g) {

@@ -55,13 +55,8 @@ func Complete(ms []*ir.Mutation) {
 			flat = append(flat, i)
 		}
 	}
-	fps := map[int]*footprint{}
-	fp := func(i int) *footprint {
-		if fps[i] == nil {
-			fps[i] = footprintOf(ms[i])
-		}
-		return fps[i]
-	}
+	fps := lazyFootprints(ms)
+	fp := fps.get
 	for list, idx := range byList {
 		if len(idx) > maxCompleteList {
 			continue

@@ -26,31 +26,17 @@ import (
 // f is an Assign of a constant or an AssignImage; g's value must differ from f's (else there
 // is nothing to do).
 func Forward(ms []*ir.Mutation) []Redundancy {
-	buckets := map[string][]int{}
-	var order []string
-	for i, m := range ms {
+	order, buckets := byShape(ms, func(m *ir.Mutation) bool {
 		switch op := m.Op.(type) {
 		case ir.SetValue:
-			if op.FromMetadata != "" {
-				continue
-			}
+			return op.FromMetadata == ""
 		case ir.RewriteImage:
-		default:
-			continue
+			return true
 		}
-		k := shapeKey(m.Path)
-		if _, ok := buckets[k]; !ok {
-			order = append(order, k)
-		}
-		buckets[k] = append(buckets[k], i)
-	}
-	fps := map[int]*footprint{}
-	fp := func(i int) *footprint {
-		if fps[i] == nil {
-			fps[i] = footprintOf(ms[i])
-		}
-		return fps[i]
-	}
+		return false
+	})
+	fps := lazyFootprints(ms)
+	fp := fps.get
 	var out []Redundancy
 	for _, k := range order {
 		idx := buckets[k]
@@ -67,7 +53,7 @@ func Forward(ms []*ir.Mutation) []Redundancy {
 				}
 				f := ms[fi]
 				f.Op = ir.SetValue{Value: cel.CopyJSON(c)}
-				fps[fi] = nil
+				fps.forget(fi)
 				out = append(out, Redundancy{M: f, By: ms[gi], Why: fmt.Sprintf("%s, sorted after it, always writes %s at %s before anything looks there",
 					ms[gi].Source, fmt.Sprint(c), ir.PathString(f.Path))})
 				break

@@ -34,26 +34,12 @@ const maxRedundantBucket = 64
 // between them), so every By is a mutation that is kept: leaving out all of them at once is
 // leaving them out one at a time.
 func Redundant(ms []*ir.Mutation) []Redundancy {
-	// Only mutations of one shape (the same fields, the same list key fields) can cover each other.
-	buckets := map[string][]int{}
-	var order []string
-	for i, m := range ms {
-		if _, ok := m.Op.(ir.SetValue); !ok {
-			continue
-		}
-		k := shapeKey(m.Path)
-		if _, ok := buckets[k]; !ok {
-			order = append(order, k)
-		}
-		buckets[k] = append(buckets[k], i)
-	}
-	fps := map[int]*footprint{}
-	fp := func(i int) *footprint {
-		if fps[i] == nil {
-			fps[i] = footprintOf(ms[i])
-		}
-		return fps[i]
-	}
+	order, buckets := byShape(ms, func(m *ir.Mutation) bool {
+		_, ok := m.Op.(ir.SetValue)
+		return ok
+	})
+	fps := lazyFootprints(ms)
+	fp := fps.get
 	var out []Redundancy
 	dropped, kept := map[int]bool{}, map[int]bool{}
 	for _, k := range order {
@@ -79,6 +65,44 @@ func Redundant(ms []*ir.Mutation) []Redundancy {
 	}
 	return out
 }
+
+// byShape groups the indexes of the mutations of ms that keep accepts by shapeKey, the shapes in
+// the order first seen: only mutations of one shape can cover each other.
+func byShape(ms []*ir.Mutation, keep func(*ir.Mutation) bool) ([]string, map[string][]int) {
+	buckets := map[string][]int{}
+	var order []string
+	for i, m := range ms {
+		if !keep(m) {
+			continue
+		}
+		k := shapeKey(m.Path)
+		if _, ok := buckets[k]; !ok {
+			order = append(order, k)
+		}
+		buckets[k] = append(buckets[k], i)
+	}
+	return order, buckets
+}
+
+// footprintCache computes the footprint of ms[i] when first asked for it.
+type footprintCache struct {
+	ms  []*ir.Mutation
+	fps map[int]*footprint
+}
+
+func lazyFootprints(ms []*ir.Mutation) *footprintCache {
+	return &footprintCache{ms: ms, fps: map[int]*footprint{}}
+}
+
+func (c *footprintCache) get(i int) *footprint {
+	if c.fps[i] == nil {
+		c.fps[i] = footprintOf(c.ms[i])
+	}
+	return c.fps[i]
+}
+
+// forget drops ms[i]'s footprint after ms[i] changed.
+func (c *footprintCache) forget(i int) { delete(c.fps, i) }
 
 // shapeKey is p with list keys left out: mutations of one shape may name the same nodes.
 func shapeKey(p []ir.Step) string {

@@ -12,13 +12,29 @@ import (
 // compiler uses it for guards whose own kinds exclude Namespaces, which are either false for a
 // Namespace anyway or never evaluated for one.
 func AssumeNotNamespace(e Expr) Expr {
-	target := String(isNamespaceKind())
 	return rewrite(e, func(x binary) Expr {
-		if x.op == "&&" && Len(x) == len(target) && String(x) == target {
+		if isNamespaceTest(x) {
 			return False
 		}
 		return nil
 	})
+}
+
+// isNamespaceTest: is x isNamespaceKind()'s test (request.kind.group == "" &&
+// request.kind.kind == "Namespace")? Matched on the tree: guards are rewritten for every mutator.
+func isNamespaceTest(x binary) bool {
+	if x.op != "&&" {
+		return false
+	}
+	eq := func(e Expr, name, value string) bool {
+		b, ok := e.(binary)
+		if !ok || b.op != "==" {
+			return false
+		}
+		f, ok := b.l.(field)
+		return ok && isRequestField(f, "kind", name) && isLit(b.r, quote(value))
+	}
+	return eq(x.l, "group", "") && eq(x.r, "kind", "Namespace")
 }
 
 // AssumeRequest is e for requests that match one of rules (a policy's resource rules, with

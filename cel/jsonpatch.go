@@ -341,7 +341,7 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !rulesMayBeNamespace(g.m.Match.Rules) {
+		if !g.m.Match.MayMatchKind("", "Namespace") {
 			// These operations run only for the mutation's own kinds.
 			when = AssumeNotNamespace(when)
 		}
@@ -953,18 +953,4 @@ var _ = PreCreate
 // two levels down.
 func present(key, cur Expr) Expr {
 	return Bin("!=", Method(OptIndex(cur, key), "orValue", Null()), Null())
-}
-
-// rulesMayBeNamespace: may a request the rules admit be for a Namespace (every kind when there
-// are none)?
-func rulesMayBeNamespace(rules []ir.Rule) bool {
-	if len(rules) == 0 {
-		return true
-	}
-	for _, r := range rules {
-		if r.Group == "" && r.Kind == "Namespace" {
-			return true
-		}
-	}
-	return false
 }

@@ -471,7 +471,7 @@ func fullGuard(m *ir.Mutation) (cel.Expr, error) {
 // for requests that are not for Namespaces when m's kinds exclude Namespaces: e is then false for
 // a Namespace anyway (its kinds test fails) or never evaluated for one (the policy's rules).
 func notNamespaceIfImpossible(m ir.Match, e cel.Expr) cel.Expr {
-	if kindMayMatch(m, "", "Namespace") {
+	if m.MayMatchKind("", "Namespace") {
 		return e
 	}
 	return cel.AssumeNotNamespace(e)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -358,30 +357,9 @@ const maxMergedWild = 4
 func mayMatchAny(ms []*ir.Mutation, rules []ir.Rule) bool {
 	for _, m := range ms {
 		for _, r := range rules {
-			if kindMayMatch(m.Match, r.Group, r.Kind) {
+			if m.Match.MayMatchKind(r.Group, r.Kind) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func kindMayMatch(m ir.Match, group, kind string) bool {
-	if len(m.Rules) > 0 {
-		for _, r := range m.Rules {
-			if r.Group == group && r.Kind == kind {
-				return true
-			}
-		}
-		return false
-	}
-	if len(m.Kinds) == 0 {
-		return true
-	}
-	for _, k := range m.Kinds {
-		if (len(k.Groups) == 0 || slices.Contains(k.Groups, "*") || slices.Contains(k.Groups, group)) &&
-			(len(k.Kinds) == 0 || slices.Contains(k.Kinds, "*") || slices.Contains(k.Kinds, kind)) {
-			return true
 		}
 	}
 	return false

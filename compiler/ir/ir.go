@@ -8,6 +8,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,29 @@ type Match struct {
 	NamespaceSelector *metav1.LabelSelector
 	// Kinds restricts by (group, kind) when Rules is empty (AssignMetadata has no applyTo).
 	Kinds []GroupKinds
+}
+
+// MayMatchKind: may a request for group/kind match m? (By its rules when it has any, else by
+// its match.kinds; every kind when it has neither.)
+func (m Match) MayMatchKind(group, kind string) bool {
+	if len(m.Rules) > 0 {
+		for _, r := range m.Rules {
+			if r.Group == group && r.Kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	if len(m.Kinds) == 0 {
+		return true
+	}
+	for _, k := range m.Kinds {
+		if (len(k.Groups) == 0 || slices.Contains(k.Groups, "*") || slices.Contains(k.Groups, group)) &&
+			(len(k.Kinds) == 0 || slices.Contains(k.Kinds, "*") || slices.Contains(k.Kinds, kind)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Rule is one applyTo entry, expanded.

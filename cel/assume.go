@@ -240,7 +240,7 @@ func absorb(l, r Expr) Expr {
 	return Or(keep...)
 }
 
-// flatten lists the operands of a tree of op (&& or ||), left to right.
+// flatten lists the operands of a tree of op (&&, || or +), left to right.
 func flatten(e Expr, op string) []Expr {
 	if b, ok := e.(binary); ok && b.op == op {
 		return append(flatten(b.l, op), flatten(b.r, op)...)

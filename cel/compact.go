@@ -50,7 +50,7 @@ func (l optList) write(b *writer) {
 
 // Compact rewrites the JSONPatch list expression e as described above (see CompactTerms for
 // what e must be).
-func Compact(e Expr) Expr { return join(CompactTerms(terms(e))) }
+func Compact(e Expr) Expr { return join(CompactTerms(flatten(e, "+"))) }
 
 // CompactTerms is Compact for a concatenation given as its operands; it returns the operands of
 // the result.

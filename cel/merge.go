@@ -14,7 +14,7 @@ func MergeLoops(parts []Expr, f Features) []Expr {
 	}
 	var atoms []Expr
 	for _, p := range parts {
-		atoms = append(atoms, terms(p)...)
+		atoms = append(atoms, flatten(p, "+")...)
 	}
 	type loop struct {
 		pos    int // index in out
@@ -83,14 +83,6 @@ func MergeLoops(parts []Expr, f Features) []Expr {
 		out[l.pos] = e
 	}
 	return out
-}
-
-// terms splits a chain of + into its operands, left to right.
-func terms(e Expr) []Expr {
-	if b, ok := e.(binary); ok && b.op == "+" {
-		return append(terms(b.l), terms(b.r)...)
-	}
-	return []Expr{e}
 }
 
 // spine reads e as c1 ? (c2 ? (... L.transformList(i, e, body).flatten() ...) : []) : [].

@@ -367,15 +367,18 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 			fmt.Fprintf(w, "  %s\n", c)
 		}
 	}
-	if rs := redundant(out.Redundant); len(rs) > 0 {
-		fmt.Fprintf(w, "no mutation for these: they never change an object in Gatekeeper's run (it gives the same result without them):\n")
-		for _, r := range rs {
-			fmt.Fprintf(w, "  - %s: %s\n", r.Mutator, r.Because)
+	for _, sec := range []struct {
+		title string
+		rs    []plan.Redundancy
+	}{
+		{"no mutation for these: they never change an object in Gatekeeper's run (it gives the same result without them)", out.Redundant},
+		{"computed as an Assign of the value a later mutator always replaces theirs with (Gatekeeper's result is the same)", out.Forwarded},
+	} {
+		if len(sec.rs) == 0 {
+			continue
 		}
-	}
-	if rs := redundant(out.Forwarded); len(rs) > 0 {
-		fmt.Fprintf(w, "computed as an Assign of the value a later mutator always replaces theirs with (Gatekeeper's result is the same):\n")
-		for _, r := range rs {
+		fmt.Fprintf(w, "%s:\n", sec.title)
+		for _, r := range redundant(sec.rs) {
 			fmt.Fprintf(w, "  - %s: %s\n", r.Mutator, r.Because)
 		}
 	}

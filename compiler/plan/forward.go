@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/mapc-dev/mapc/cel"
@@ -54,8 +55,9 @@ func Forward(ms []*ir.Mutation) []Redundancy {
 				f := ms[fi]
 				f.Op = ir.SetValue{Value: cel.CopyJSON(c)}
 				fps.forget(fi)
+				v, _ := json.Marshal(c) // a value decoded from JSON or YAML
 				out = append(out, Redundancy{M: f, By: ms[gi], Why: fmt.Sprintf("%s, sorted after it, always writes %s at %s before anything looks there",
-					ms[gi].Source, fmt.Sprint(c), ir.PathString(f.Path))})
+					ms[gi].Source, v, ir.PathString(f.Path))})
 				break
 			}
 		}

@@ -93,6 +93,9 @@ type Output struct {
 	// Forwarded lists the mutators the fused layout computes with the constant a later one
 	// always replaces what they write with (plan.Forward).
 	Forwarded []plan.Redundancy
+	// CreateOnly lists the mutators the fused layout computes only where they create their
+	// list element: where it exists, their write changes nothing (plan.CreateOnly).
+	CreateOnly []plan.OnlyCreating
 	// ExcludedNamespaces is every namespace the policies skip (options and Config documents).
 	ExcludedNamespaces []string
 	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled IgnoreLabel.
@@ -189,8 +192,9 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	for _, m := range ms {
 		ops[m] = m.Op
 	}
+	var keep []*ir.Mutation
 	for {
-		var keep []*ir.Mutation
+		keep = nil
 		for _, m := range ms {
 			if !refused[m] {
 				keep = append(keep, m)
@@ -236,9 +240,23 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			break
 		}
 	}
+	if opts.Layout != LayoutPerMutator {
+		// Writes that change nothing where their list element is are emitted only where they
+		// create it (plan.CreateOnly: the plan stands). The mutators named in the reasons above
+		// keep their writes.
+		named := map[*ir.Mutation]bool{}
+		for _, r := range append(slices.Clone(out.Forwarded), out.Redundant...) {
+			named[r.By] = true
+		}
+		out.CreateOnly = plan.CreateOnly(keep, named)
+	}
 	for _, r := range out.Forwarded {
 		m := r.M
 		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed as an Assign of the value of %s: %s", m.Source.File, m.Source.Line, m.Source, r.By.Source, r.Why))
+	}
+	for _, r := range out.CreateOnly {
+		m := r.M
+		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed only where it creates its list element: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
 	}
 	for _, r := range out.Redundant {
 		m := r.M
@@ -269,7 +287,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			out.Policies = append(out.Policies, p)
 		}
 	} else {
-		policies, policyOf, alsoIn, err := compileFused(env, fz, out.Groups, opts)
+		policies, policyOf, alsoIn, err := compileFused(env, fz, out.Groups, out.CreateOnly, opts)
 		if err != nil {
 			fail(err.m, err.err)
 		} else {

@@ -25,7 +25,10 @@ type mutationError struct {
 
 // step is one run of one mutation in a fused policy's sequence.
 type step struct {
-	m     *ir.Mutation
+	m *ir.Mutation
+	// gen, when not nil, is what its operations are computed from instead of m
+	// (plan.OnlyCreating.Test); m is what it is planned as.
+	gen   *ir.Mutation
 	guard cel.Expr // its complete match
 	round int
 	unit  int // steps with the same non-zero unit must be in one expression (see units)
@@ -36,9 +39,14 @@ type step struct {
 // every mutation guarded by its complete match. The sequence is, round by round, each group's
 // mutations in Gatekeeper's order (groups never interact with each other, so their relative
 // order is free); steps that cannot affect each other are moved together (schedule) and fused
-// into one JSONPatch expression, whose operations are all computed from the same object.
-func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
+// into one JSONPatch expression, whose operations are all computed from the same object. The
+// mutations of createOnly are computed only where they create their list element.
+func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly []plan.OnlyCreating, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
 	pr := printer{env}
+	computed := map[*ir.Mutation]*ir.Mutation{}
+	for _, o := range createOnly {
+		computed[o.M] = o.Test()
+	}
 	type bucket struct {
 		key    string
 		match  ir.Match
@@ -111,7 +119,11 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 				// The policy only runs for its own rules: what the guard tests of the request's
 				// kind and operation is often decided by them.
 				guard = cel.AssumeRequest(guard, b.match.Rules)
-				ops, err := cel.JSONPatch(m, env.Features())
+				gen := m
+				if c := computed[m]; c != nil {
+					gen = c
+				}
+				ops, err := cel.JSONPatch(gen, env.Features())
 				if err != nil {
 					return nil, &mutationError{m, err}
 				}
@@ -132,6 +144,9 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, opts Optio
 			return nil, &mutationError{members[0], verr}
 		}
 		seq := sequence(groups, b.groups, guards)
+		for i := range seq {
+			seq[i].gen = computed[seq[i].m]
+		}
 		// Fuse pairwise independent steps, keeping each expression well below the API server's
 		// limit on expression length: the steps are first reordered as far as their dependencies
 		// allow (schedule), then runs of consecutive fusable steps become one expression each.
@@ -529,7 +544,11 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		ops, ok := opsOf[s.m]
 		if !ok || assume[s.m] != 0 {
 			var err error
-			if ops, err = cel.JSONPatchAssuming(s.m, env.Features(), assume[s.m]); err != nil {
+			gen := s.m
+			if s.gen != nil {
+				gen = s.gen
+			}
+			if ops, err = cel.JSONPatchAssuming(gen, env.Features(), assume[s.m]); err != nil {
 				return nil, nil, err
 			}
 			ops = assumeRequest(s.m, ops, rules)

@@ -87,3 +87,25 @@ func TestGeneratedCasesRedundant(t *testing.T) {
 		t.Errorf("%d cases: redundant mutators %v; the differential test would hardly check each kind", n, kinds)
 	}
 }
+
+// TestGeneratedCasesCreateOnly: the differential cases exercise plan.CreateOnly (writes through
+// a keyed element computed only where they create it), because of a mutator sorted before and
+// one sorted after, so that TestDifferential checks both against Gatekeeper.
+func TestGeneratedCasesCreateOnly(t *testing.T) {
+	var before, after int
+	enough := func() bool { return before >= 2 && after >= 2 }
+	n := scanGenerated(t, func(out *compiler.Output) bool {
+		for _, o := range out.CreateOnly {
+			if o.By.SortKey < o.M.SortKey {
+				before++
+			} else {
+				after++
+			}
+		}
+		return enough()
+	})
+	t.Logf("%d cases: created only, %d because of a mutator before, %d after", n, before, after)
+	if !enough() {
+		t.Errorf("%d cases: created only, %d because of a mutator before, %d after: the differential test would hardly check each", n, before, after)
+	}
+}

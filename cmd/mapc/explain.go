@@ -297,6 +297,15 @@ func redundant(rs []plan.Redundancy) []explainedRedundant {
 	return out
 }
 
+// createdOnly is out.CreateOnly's reasons.
+func createdOnly(out *compiler.Output) []plan.Redundancy {
+	var rs []plan.Redundancy
+	for _, o := range out.CreateOnly {
+		rs = append(rs, o.Redundancy)
+	}
+	return rs
+}
+
 func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error {
 	doc := map[string]any{"groups": explained(out), "policies": explainedPolicies(out),
 		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}
@@ -305,6 +314,9 @@ func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error
 	}
 	if rs := redundant(out.Forwarded); rs != nil {
 		doc["forwarded"] = rs
+	}
+	if rs := redundant(createdOnly(out)); rs != nil {
+		doc["createdOnly"] = rs
 	}
 	if costs != nil {
 		doc["celCost"] = costs
@@ -373,6 +385,7 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 	}{
 		{"no mutation for these: they never change an object in Gatekeeper's run (it gives the same result without them)", out.Redundant},
 		{"computed as an Assign of the value a later mutator always replaces theirs with (Gatekeeper's result is the same)", out.Forwarded},
+		{"computed only where they create their list element (where it exists, their write changes nothing in Gatekeeper's run)", createdOnly(out)},
 	} {
 		if len(sec.rs) == 0 {
 			continue

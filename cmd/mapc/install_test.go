@@ -316,3 +316,34 @@ func TestExplainRedundant(t *testing.T) {
 		t.Errorf("per-mutator: exit %d, owner-web kept: %v, stderr:\n%s", code, strings.Contains(out, "name=owner-web"), errs)
 	}
 }
+
+// TestExplainCreatedOnly: explain lists the mutators computed only where they create their
+// list element, with the reason, and the emitted policies no longer write intent-image-pull-policy's
+// field in an existing container foo (always-pull-image has set it there).
+func TestExplainCreatedOnly(t *testing.T) {
+	var doc struct {
+		CreatedOnly []struct{ Mutator, Because string }
+	}
+	runExplainJSON(t, "../../examples/gatekeeper", &doc)
+	got := map[string]string{}
+	for _, c := range doc.CreatedOnly {
+		got[c.Mutator] = c.Because
+	}
+	want := map[string]string{
+		"Assign/intent-image-pull-policy": "Assign/always-pull-image, sorted before it, has set the same value there",
+		"AssignImage/add-nginx-digest":    "AssignImage/assign-container-image, sorted after it, always replaces",
+	}
+	for m, why := range want {
+		if !strings.Contains(got[m], why) {
+			t.Errorf("%s: want a reason with %q, got %q", m, why, got[m])
+		}
+	}
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "-o", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// Before: exists(foo) ? transformList(… foo …, [imagePullPolicy]) : append foo.
+	if strings.Contains(out, `e2["name"] == "foo", [JSONPatch{op: "add", path: "/spec/containers/" + string(i2) + "/imagePullPolicy"`) {
+		t.Errorf("the existing container foo still gets intent-image-pull-policy's write")
+	}
+}

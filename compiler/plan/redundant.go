@@ -165,38 +165,14 @@ func redundantBecause(ms []*ir.Mutation, fp func(int) *footprint, j, bi int) str
 		return "" // m overwrites: only with b's value, which b always leaves there
 	}
 	n := fm.full
-	near := func(p path) bool { return prefixOf(p, n) || prefixOf(n, p) }
 	if !before {
 		if !untouched(ms, fp, lo, hi, m.Match, n, false) {
 			return ""
 		}
 		return fmt.Sprintf("%s, sorted after it, adds the same value at %s wherever it could, and nothing between them looks there", b.Source, ir.PathString(m.Path))
 	}
-	for k := lo + 1; k < hi; k++ {
-		if !kindsOverlap(ms[k].Match, m.Match) {
-			continue
-		}
-		f := fp(k)
-		// Object fields created above the node: where one was missing, the walk that creates
-		// it puts only its own path in it (checked as writes), whether m ran or not.
-		for _, p := range f.creates {
-			if near(p) && len(p) >= len(n) {
-				return ""
-			}
-		}
-		for _, group := range [][]path{f.writes, f.appends} {
-			for _, p := range group {
-				switch {
-				case !near(p):
-				case len(p) == len(n) && (addOnly(m) || f.sameValueSamePath(fm)):
-					// The node still exists (add-only m), or holds m's value.
-				case len(p) > len(n) && addOnly(m):
-					// Below the node, which exists.
-				default:
-					return ""
-				}
-			}
-		}
+	if !unchangedBetween(ms, fp, lo, hi, n) {
+		return ""
 	}
 	if addOnly(m) {
 		return fmt.Sprintf("%s, sorted before it, writes %s wherever it could, and it only adds a value there where none is", b.Source, ir.PathString(m.Path))

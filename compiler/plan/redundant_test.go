@@ -188,3 +188,106 @@ func TestForward(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateOnly(t *testing.T) {
+	glob := "spec.containers[name: *].imagePullPolicy"
+	key := "spec.containers[name: x].imagePullPolicy"
+	mustNotExist := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
+	mustExist := "    pathTests:\n    - subPath: 'spec.containers[name: x]'\n      condition: MustExist\n"
+	mustExistField := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustExist\n"
+	inProd := func(doc string) string {
+		return strings.Replace(doc, "spec:\n", "spec:\n  match: {namespaces: [prod]}\n", 1)
+	}
+	cases := []struct {
+		name string
+		docs []string
+		skip string
+		want []string // "mutator by mutator"
+	}{
+		{"a key, the same value set before by a glob", []string{
+			assign("a", glob, "Always", ""), assign("b", key, "Always", ""),
+		}, "", []string{"b by a"}},
+		{"a key, another value before", []string{
+			assign("a", glob, "Never", ""), assign("b", key, "Always", ""),
+		}, "", nil},
+		{"a key, overwritten by a later glob", []string{
+			assign("a", key, "Never", ""), assign("b", glob, "Always", ""),
+		}, "", []string{"a by b"}},
+		{"a key, overwritten by a later glob that needs the field", []string{
+			assign("a", key, "Never", ""), assign("b", glob, "Always", mustExistField),
+		}, "", nil},
+		{"a whole element, replaced by a later one", []string{
+			assign("a", "spec.containers[name: x]", "{name: x, image: a}", ""), assign("b", "spec.containers[name: x]", "{name: x, image: b}", ""),
+		}, "", []string{"a by b"}},
+		{"the earlier one writes only where nothing is", []string{
+			assign("a", glob, "Always", mustNotExist), assign("b", key, "Always", ""),
+		}, "", nil},
+		{"the earlier one applies to fewer requests", []string{
+			inProd(assign("a", glob, "Always", "")), assign("b", key, "Always", ""),
+		}, "", nil},
+		{"the later one applies to fewer requests", []string{
+			assign("a", key, "Never", ""), inProd(assign("b", glob, "Always", "")),
+		}, "", nil},
+		{"the element added between", []string{
+			assign("a", glob, "Always", ""), assign("ab", "spec.containers[name: x]", "{name: x, image: nginx}", ""), assign("b", key, "Always", ""),
+		}, "", nil},
+		{"another element added between", []string{
+			assign("a", glob, "Always", ""), assign("ab", "spec.containers[name: proxy]", "{name: proxy, image: nginx}", ""), assign("b", key, "Always", ""),
+		}, "", []string{"b by a"}},
+		{"another value written between", []string{
+			assign("a", glob, "Always", ""), assign("ab", key, "Never", ""), assign("b", key, "Always", ""),
+		}, "", []string{"ab by b"}},
+		{"a glob creates nothing", []string{
+			assign("a", glob, "Always", ""), assign("b", glob, "Always", ""),
+		}, "", nil},
+		{"a key that must exist creates nothing", []string{
+			assign("a", glob, "Always", ""), assign("b", key, "Always", mustExist),
+		}, "", nil},
+		{"one mutator is the reason for two", []string{
+			assign("a", glob, "Always", ""), assign("b", key, "Always", ""), assign("c", "spec.containers[name: y].imagePullPolicy", "Always", ""),
+		}, "", []string{"b by a", "c by a"}},
+		{"the reason of another rule keeps its writes", []string{
+			assign("a", glob, "Always", ""), assign("b", key, "Always", ""),
+		}, "b", nil},
+		{"a chain: the reason of one keeps its writes", []string{
+			assign("a", key, "Never", ""), assign("b", key, "IfNotPresent", ""), assign("c", glob, "Always", ""),
+		}, "", []string{"a by b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := mutations(t, tc.docs...)
+			skip := map[*ir.Mutation]bool{}
+			for _, m := range ms {
+				if m.Source.Name == tc.skip {
+					skip[m] = true
+				}
+			}
+			before := fmt.Sprint(ms[len(ms)-1].ExistsOK)
+			out := plan.CreateOnly(ms, skip)
+			var got []string
+			by := map[*ir.Mutation]bool{}
+			for _, o := range out {
+				got = append(got, o.M.Source.Name+" by "+o.By.Source.Name)
+				by[o.By] = true
+				if !strings.Contains(o.Why, o.By.Source.String()) {
+					t.Errorf("%s: the reason should name %s: %q", o.M.Source, o.By.Source, o.Why)
+				}
+				if c := o.Test(); c.ExistsOK[o.Elem] || !o.M.ExistsOK[o.Elem] || !c.Path[o.Elem].List {
+					t.Errorf("%s: Test should add a MustNotExist test at its list element (step %d) and leave M as it is", o.M.Source, o.Elem)
+				}
+			}
+			for _, o := range out {
+				if by[o.M] || skip[o.M] {
+					t.Errorf("%s by %s: a mutator that is a reason must keep its writes", o.M.Source, o.By.Source)
+				}
+			}
+			if fmt.Sprint(ms[len(ms)-1].ExistsOK) != before {
+				t.Errorf("CreateOnly changed its input")
+			}
+			sort.Strings(got)
+			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Errorf("created only: got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

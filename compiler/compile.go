@@ -249,6 +249,12 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			named[r.By] = true
 		}
 		out.CreateOnly = plan.CreateOnly(keep, named)
+		for i, o := range out.CreateOnly {
+			if o.SharesCreation() {
+				fz.ShareCreation(o)
+				out.CreateOnly[i].Why += fmt.Sprintf("; both may be computed in one expression, %s appending the element only where this one's match does not hold", o.By.Source)
+			}
+		}
 	}
 	for _, r := range out.Forwarded {
 		m := r.M

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,7 +29,11 @@ type step struct {
 	m *ir.Mutation
 	// gen, when not nil, is what its operations are computed from instead of m
 	// (plan.OnlyCreating.Test); m is what it is planned as.
-	gen   *ir.Mutation
+	gen *ir.Mutation
+	// share, when not nil, is the CreateOnly pair whose By this step is and whose element it
+	// appends only where share.M's match does not hold, when both are in one expression
+	// (plan.OnlyCreating.SharesCreation).
+	share *plan.OnlyCreating
 	guard cel.Expr // its complete match
 	round int
 	unit  int // steps with the same non-zero unit must be in one expression (see units)
@@ -44,8 +49,12 @@ type step struct {
 func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly []plan.OnlyCreating, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
 	pr := printer{env}
 	computed := map[*ir.Mutation]*ir.Mutation{}
-	for _, o := range createOnly {
+	shares := map[*ir.Mutation]*plan.OnlyCreating{}
+	for i, o := range createOnly {
 		computed[o.M] = o.Test()
+		if fz.SharesCreation(o.M, o.By) {
+			shares[o.By] = &createOnly[i]
+		}
 	}
 	type bucket struct {
 		key    string
@@ -145,7 +154,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		seq := sequence(groups, b.groups, guards)
 		for i := range seq {
-			seq[i].gen = computed[seq[i].m]
+			seq[i].gen, seq[i].share = computed[seq[i].m], shares[seq[i].m]
 		}
 		// Fuse pairwise independent steps, keeping each expression well below the API server's
 		// limit on expression length: the steps are first reordered as far as their dependencies
@@ -487,6 +496,32 @@ func assumeRequest(m *ir.Mutation, ops cel.Expr, rules []ir.Rule) cel.Expr {
 	return ops
 }
 
+// sharedCreationOps are the operations of s, the By of a CreateOnly pair whose M (guarded by
+// guardM, its match but for the object's labels) is in the same expression: where the element
+// is, s's as always (it replaces it); where it is missing, only where M's match does not hold
+// (else M appends it, with the very value).
+func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules []ir.Rule) (cel.Expr, error) {
+	labels, err := cel.LabelsMatch(s.share.M.Match.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	e := s.share.Elem
+	there, missing := *s.m, *s.m
+	there.MissingOK = slices.Clone(s.m.MissingOK)
+	there.MissingOK[e] = false
+	missing.ExistsOK = slices.Clone(s.m.ExistsOK)
+	missing.ExistsOK[e] = false
+	a, err := cel.JSONPatchAssuming(&there, env.Features(), assume)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cel.JSONPatchAssuming(&missing, env.Features(), assume)
+	if err != nil {
+		return nil, err
+	}
+	return cel.Bin("+", assumeRequest(s.m, a, rules), cel.Guarded(cel.Not(cel.And(guardM, labels)), assumeRequest(s.m, b, rules))), nil
+}
+
 // fusedParts is fusedPatch, also returning the parts it concatenates. opsOf, if not nil, holds
 // the steps' operations as cel.JSONPatch gives them (reused where no shared node is assumed);
 // rules, if not nil, are the policy's (assumeRequest).
@@ -542,7 +577,12 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	sort.SliceStable(byPath, func(i, j int) bool { return sortKey(byPath[i].m) < sortKey(byPath[j].m) })
 	for _, s := range byPath {
 		ops, ok := opsOf[s.m]
-		if !ok || assume[s.m] != 0 {
+		if s.share != nil && guardOf[s.share.M] != nil {
+			var err error
+			if ops, err = sharedCreationOps(env, s, guardOf[s.share.M], assume[s.m], rules); err != nil {
+				return nil, nil, err
+			}
+		} else if !ok || assume[s.m] != 0 {
 			var err error
 			gen := s.m
 			if s.gen != nil {

@@ -90,10 +90,11 @@ func TestGeneratedCasesRedundant(t *testing.T) {
 
 // TestGeneratedCasesCreateOnly: the differential cases exercise plan.CreateOnly (writes through
 // a keyed element computed only where they create it), because of a mutator sorted before and
-// one sorted after, so that TestDifferential checks both against Gatekeeper.
+// one sorted after, and pairs computed in one expression (OnlyCreating.SharesCreation), so that
+// TestDifferential checks them against Gatekeeper.
 func TestGeneratedCasesCreateOnly(t *testing.T) {
-	var before, after int
-	enough := func() bool { return before >= 2 && after >= 2 }
+	var before, after, shared int
+	enough := func() bool { return before >= 2 && after >= 2 && shared >= 2 }
 	n := scanGenerated(t, func(out *compiler.Output) bool {
 		for _, o := range out.CreateOnly {
 			if o.By.SortKey < o.M.SortKey {
@@ -101,11 +102,14 @@ func TestGeneratedCasesCreateOnly(t *testing.T) {
 			} else {
 				after++
 			}
+			if o.SharesCreation() {
+				shared++
+			}
 		}
 		return enough()
 	})
-	t.Logf("%d cases: created only, %d because of a mutator before, %d after", n, before, after)
+	t.Logf("%d cases: created only, %d because of a mutator before, %d after, %d sharing the creation", n, before, after, shared)
 	if !enough() {
-		t.Errorf("%d cases: created only, %d because of a mutator before, %d after: the differential test would hardly check each", n, before, after)
+		t.Errorf("%d cases: created only, %d because of a mutator before, %d after, %d sharing the creation: the differential test would hardly check each", n, before, after, shared)
 	}
 }

@@ -179,3 +179,36 @@ func unchangedBetween(ms []*ir.Mutation, fp func(int) *footprint, lo, hi int, n 
 	}
 	return true
 }
+
+// SharesCreation: may o.M and o.By be computed from one object in one expression, o.By
+// appending the element only where o.M does not? That holds when both assign one constant at
+// the very same keyed path (o.By sorted after o.M, which o.By's constant was forwarded to or
+// equalled already), neither has a test (o.M's is the one CreateOnly adds), and both create the
+// element alike (the same completions). From one object: where the element is, o.M writes
+// nothing and o.By replaces it (as in Gatekeeper: it was there for both); where it is missing,
+// o.M appends it where its match holds, in its place among the appends, and Gatekeeper's o.By
+// then finds it holding its very value; where o.M's match does not hold, o.By appends it, in
+// its own place. (CreateOnly's conditions: nothing between them touches the element.)
+func (o OnlyCreating) SharesCreation() bool {
+	m, g := o.M, o.By
+	if g.SortKey < m.SortKey || len(m.Path) != len(g.Path) || createdStep(g) != o.Elem {
+		return false
+	}
+	for i := range m.Path {
+		if m.Path[i] != g.Path[i] || !m.ExistsOK[i] || !m.MissingOK[i] || !g.ExistsOK[i] || !g.MissingOK[i] {
+			return false
+		}
+	}
+	mv, ok := m.Op.(ir.SetValue)
+	gv, ok2 := g.Op.(ir.SetValue)
+	if !ok || !ok2 || mv.FromMetadata != "" || gv.FromMetadata != "" || !reflect.DeepEqual(mv.Value, gv.Value) || len(m.Completions) != len(g.Completions) {
+		return false
+	}
+	for i, c := range m.Completions {
+		d := g.Completions[i]
+		if c.By != d.By || !reflect.DeepEqual(c.Path, d.Path) || !reflect.DeepEqual(c.Value, d.Value) {
+			return false
+		}
+	}
+	return true
+}

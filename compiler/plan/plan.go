@@ -797,7 +797,27 @@ func Fusable(a, b *ir.Mutation) bool { return NewFuser().Fusable(a, b) }
 
 // Fuser answers Fusable for many pairs of one set of mutations, computing each footprint once.
 // The mutations must not change while it is in use.
-type Fuser struct{ fps map[*ir.Mutation]*footprint }
+type Fuser struct {
+	fps map[*ir.Mutation]*footprint
+	// shares holds the pairs {M, By} of CreateOnly that may share the creation of their
+	// element (ShareCreation).
+	shares map[[2]*ir.Mutation]bool
+}
+
+// ShareCreation lets o.M and o.By be fused though both write and may append the same element:
+// the expression must then compute o.By's append only where o.M's match does not hold (see
+// OnlyCreating.SharesCreation, which must hold).
+func (z *Fuser) ShareCreation(o OnlyCreating) {
+	if z.shares == nil {
+		z.shares = map[[2]*ir.Mutation]bool{}
+	}
+	z.shares[[2]*ir.Mutation{o.M, o.By}] = true
+}
+
+// SharesCreation: were a and b, in either order, given to ShareCreation?
+func (z *Fuser) SharesCreation(a, b *ir.Mutation) bool {
+	return z.shares[[2]*ir.Mutation{a, b}] || z.shares[[2]*ir.Mutation{b, a}]
+}
 
 // NewFuser returns an empty Fuser.
 func NewFuser() *Fuser { return &Fuser{fps: map[*ir.Mutation]*footprint{}} }
@@ -885,7 +905,7 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	}
 	// Writes of one constant at one field, of which one may append the element on the way,
 	// give the same operations wherever both write, from the same object.
-	alike := fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa)
+	alike := fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b)
 	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) && !alike {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}

@@ -291,3 +291,62 @@ func TestCreateOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestSharesCreation: a pair of CreateOnly (By sorted after, the same constant at the very same
+// keyed path, no tests, the same completions) may be fused once the Fuser is told; others not.
+func TestSharesCreation(t *testing.T) {
+	inProd := func(doc string) string {
+		return strings.Replace(doc, "spec:\n", "spec:\n  match: {namespaces: [prod]}\n", 1)
+	}
+	whole := "spec.containers[name: x]"
+	mustExist := "    pathTests:\n    - subPath: 'spec'\n      condition: MustExist\n"
+	cases := []struct {
+		name    string
+		docs    []string
+		forward bool // plan.Forward first, as the compiler does
+		want    bool
+	}{
+		{"whole elements, the later one's value", []string{
+			inProd(assign("a", whole, "{name: x, image: a}", "")), assign("b", whole, "{name: x, image: b}", ""),
+		}, true, true},
+		{"a field of one element, the later one's value", []string{
+			inProd(assign("a", whole+".image", "a", "")), assign("b", whole+".image", "b", ""),
+		}, true, true},
+		{"values that differ", []string{
+			inProd(assign("a", whole, "{name: x, image: a}", "")), assign("b", whole, "{name: x, image: b}", ""),
+		}, false, false},
+		{"a test on the earlier one", []string{
+			inProd(assign("a", whole, "{name: x, image: a}", mustExist)), assign("b", whole, "{name: x, image: b}", ""),
+		}, true, false},
+		{"the later one is a glob", []string{
+			inProd(assign("a", whole+".image", "a", "")), assign("b", "spec.containers[name: *].image", "b", ""),
+		}, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := mutations(t, tc.docs...)
+			if tc.forward {
+				plan.Forward(ms)
+			}
+			os := plan.CreateOnly(ms, nil)
+			got := false
+			for _, o := range os {
+				if o.SharesCreation() {
+					got = true
+					z := plan.NewFuser()
+					if z.Fusable(o.M, o.By) {
+						t.Errorf("%s and %s fusable before ShareCreation", o.M.Source, o.By.Source)
+					}
+					z.ShareCreation(o)
+					// (A field of a new element is also an interaction, which ShareCreation does not lift.)
+					if r := z.WhyNotInOrder(o.M, o.By); r != "" && o.Elem == len(o.M.Path)-1 {
+						t.Errorf("%s and %s not fusable after ShareCreation: %s", o.M.Source, o.By.Source, r)
+					}
+				}
+			}
+			if got != tc.want {
+				t.Errorf("shares creation: got %v, want %v (created only: %d)", got, tc.want, len(os))
+			}
+		})
+	}
+}

@@ -554,6 +554,33 @@ func (g *generator) scenario() {
 			}
 			return
 		}
+		if r.chance(0.4) {
+			// Whole containers of one name, the later ones often for every object: a later one
+			// always replaces an earlier one's (plan.Forward, plan.CreateOnly), and the two
+			// may then append the container in one expression (SharesCreation).
+			name := pick(r, ContainerNames)
+			var applyTo any
+			for i := 0; i < 2+r.IntN(2); i++ {
+				m, l := g.assign(pod, c(name))
+				if m == nil {
+					continue
+				}
+				ms := m["spec"].(map[string]any)
+				if applyTo == nil {
+					applyTo = ms["applyTo"]
+				} else if r.chance(0.8) {
+					ms["applyTo"] = applyTo // the same kinds and operations
+				}
+				if r.chance(0.7) {
+					delete(ms["parameters"].(map[string]any), "pathTests")
+				}
+				if i > 0 && r.chance(0.7) {
+					delete(ms, "match")
+				}
+				add(m, l)
+			}
+			return
+		}
 		fields := pick(r, [][]string{{"imagePullPolicy"}, {"workingDir"}, {"securityContext", "privileged"}})
 		first, loc := g.assign(pod, sub(glob, fields...))
 		if first == nil {

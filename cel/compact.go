@@ -265,13 +265,48 @@ func compactTerm(t Expr) Expr {
 		if !ok || tl.fn != "transformList" || len(tl.args) != 3 || tl.target == nil {
 			return t
 		}
-		return Method(Method(tl.target, "transformList", tl.args[0], tl.args[1], Compact(tl.args[2])), "flatten")
+		body := Compact(tl.args[2])
+		if c, op, ok := singleOp(body); ok {
+			// At most one operation per element: the loop keeps the elements c holds for and
+			// maps each to op, with no list per element to flatten (10 less per element in
+			// the cost model, and the flatten).
+			if c == True {
+				return Method(tl.target, "transformList", tl.args[0], tl.args[1], op)
+			}
+			return Method(tl.target, "transformList", tl.args[0], tl.args[1], c, op)
+		}
+		return Method(Method(tl.target, "transformList", tl.args[0], tl.args[1], body), "flatten")
 	case binary:
 		if x.op == "+" {
 			return Compact(x)
 		}
 	}
 	return t
+}
+
+// singleOp: is t one operation op where c holds and none elsewhere ([op], c ? [op] : [],
+// c ? [] : [op], nested)?
+func singleOp(t Expr) (c, op Expr, ok bool) {
+	switch x := t.(type) {
+	case listExpr:
+		if len(x.elems) == 1 {
+			if _, isObj := x.elems[0].(object); isObj {
+				return True, x.elems[0], true
+			}
+		}
+	case cond:
+		switch {
+		case isEmpty(x.f):
+			if c, op, ok := singleOp(x.t); ok {
+				return And(x.c, c), op, true
+			}
+		case isEmpty(x.t):
+			if c, op, ok := singleOp(x.f); ok {
+				return And(Not(x.c), c), op, true
+			}
+		}
+	}
+	return nil, nil, false
 }
 
 // distribute moves a plain list of operations into both branches of an earlier conditional

@@ -459,13 +459,18 @@ func (g *jpgen) forEach(d int, cur, match, inner Expr) (Expr, error) {
 // list in one operation, so that it can sit under a list step. (Lists of objects cannot be copied
 // into a patch value: the API server may hand CEL their elements as typed objects, which do not
 // marshal to JSON; those get one operation per value, which needs flatten under a list step.)
+//
+// A prune whose values are all scalars is one operation whatever the features: a "replace" of
+// the list with the elements kept, only where it holds one of the values (so that a list of
+// objects, which never holds a scalar, is never copied). That costs the API server's cost model
+// less than one "remove" per element (about 214 against 275 for the docs examples' Pod).
 func (g *jpgen) singleOpSet() bool {
-	if g.f.Flatten {
-		return false
-	}
 	var vals []any
 	switch op := g.m.Op.(type) {
 	case ir.MergeSet:
+		if g.f.Flatten {
+			return false
+		}
 		vals = op.Values
 	case ir.PruneSet:
 		vals = op.Values
@@ -636,7 +641,8 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 				return nil, err
 			}
 			v := Ident("v")
-			return List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), nil
+			return Cond(Method(child, "exists", v, Bin("in", v, vals)),
+				List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), List()), nil
 		}
 		if !g.f.TwoVar {
 			return nil, fmt.Errorf("a prune removes elements by index, which needs two-variable comprehensions (transformList): the API server accepts them in new expressions from Kubernetes 1.33 (use --kubernetes-version 1.33 or later)")

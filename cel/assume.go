@@ -41,11 +41,18 @@ func isNamespaceTest(x binary) bool {
 // matchPolicy Exact): every test of the request's kind (group, version, kind) or operation that
 // has the same outcome for all of them becomes that constant, and the conditions it decided are
 // simplified away. Gatekeeper's match clauses restate what the policy's rules already select.
+//
+// For rules of namespaced kinds only (namespacedKinds), a test that the request's namespace is
+// empty is false: the API server always sends one for them.
 func AssumeRequest(e Expr, rules []ir.Rule) Expr {
 	if len(rules) == 0 {
 		return e
 	}
+	namespaced := namespacedOnly(rules)
 	return rewrite(e, func(x binary) Expr {
+		if namespaced && isEmptyNamespaceTest(x) {
+			return False
+		}
 		f, ok := x.l.(field)
 		if !ok || x.op != "==" && x.op != "in" {
 			return nil

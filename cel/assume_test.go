@@ -38,6 +38,7 @@ func TestAssumeRequest(t *testing.T) {
 	x := Ident("x")
 	pod := ir.Rule{Version: "v1", Kind: "Pod", Operations: []string{"CREATE", "UPDATE"}}
 	deploy := ir.Rule{Group: "apps", Version: "v1", Kind: "Deployment", Operations: []string{"CREATE"}}
+	crd := ir.Rule{Group: "example.com", Version: "v1", Kind: "Widget", Operations: []string{"CREATE"}}
 	kinds := KindsMatch([][]string{{""}}, [][]string{{"Pod"}})
 	cases := []struct {
 		in    Expr
@@ -52,6 +53,13 @@ func TestAssumeRequest(t *testing.T) {
 		{And(OperationsMatch([]string{"CREATE", "UPDATE"}), x), []ir.Rule{pod, deploy}, "x"},
 		{Or(isNamespaceKind(), x), []ir.Rule{pod}, "x"},
 		{And(kinds, x), nil, String(And(kinds, x))},
+		// Pods and Deployments always come with a namespace; a custom kind may not.
+		{And(ScopeMatch("Namespaced"), x), []ir.Rule{pod, deploy}, "x"},
+		{And(ScopeMatch("Cluster"), x), []ir.Rule{pod}, "false"},
+		{Or(NamespacesMatch([]string{"prod"}), x), []ir.Rule{pod}, String(Or(Bin("==", requestNamespace(), Str("prod")), x))},
+		{And(ScopeMatch("Namespaced"), x), []ir.Rule{crd}, String(And(Not(Bin("==", requestNamespace(), Str(""))), x))},
+		{And(ScopeMatch("Namespaced"), x), []ir.Rule{pod, crd}, String(And(Not(Bin("==", requestNamespace(), Str(""))), x))},
+		{Bin("==", Cond(isNamespaceKind(), Field(Ident("object"), "name"), requestNamespace()), Str("")), []ir.Rule{pod}, "false"},
 	}
 	for _, c := range cases {
 		if got := String(AssumeRequest(c.in, c.rules)); got != c.want {

@@ -519,7 +519,15 @@ func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules 
 	if err != nil {
 		return nil, err
 	}
-	return cel.Bin("+", assumeRequest(s.m, a, rules), cel.Guarded(cel.Not(cel.And(guardM, labels)), assumeRequest(s.m, b, rules))), nil
+	a = assumeRequest(s.m, a, rules)
+	switch byM := cel.And(guardM, labels); byM {
+	case cel.True:
+		return a, nil // M appends it wherever it is missing
+	case cel.False:
+		return cel.Bin("+", a, assumeRequest(s.m, b, rules)), nil
+	default:
+		return cel.Bin("+", a, cel.Guarded(cel.Not(byM), assumeRequest(s.m, b, rules))), nil
+	}
 }
 
 // fusedParts is fusedPatch, also returning the parts it concatenates. opsOf, if not nil, holds

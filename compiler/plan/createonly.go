@@ -29,7 +29,7 @@ import (
 // and one listed is no one's By; neither is one of skip (the By of Redundant or Forward, whose
 // reasons rely on its writes). ms is not changed.
 func CreateOnly(ms []*ir.Mutation, skip map[*ir.Mutation]bool) []OnlyCreating {
-	order, buckets := byShape(ms, func(m *ir.Mutation) bool {
+	buckets := byShape(ms, func(m *ir.Mutation) bool {
 		switch m.Op.(type) {
 		case ir.SetValue, ir.RewriteImage:
 			return true
@@ -39,11 +39,7 @@ func CreateOnly(ms []*ir.Mutation, skip map[*ir.Mutation]bool) []OnlyCreating {
 	fp := lazyFootprints(ms).get
 	var out []OnlyCreating
 	changed, by := map[int]bool{}, map[int]bool{}
-	for _, k := range order {
-		idx := buckets[k]
-		if len(idx) < 2 || len(idx) > maxRedundantBucket {
-			continue
-		}
+	for _, idx := range buckets {
 		for _, mi := range idx {
 			m := ms[mi]
 			e := createdStep(m)

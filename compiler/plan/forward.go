@@ -27,7 +27,7 @@ import (
 // f is an Assign of a constant or an AssignImage; g's value must differ from f's (else there
 // is nothing to do).
 func Forward(ms []*ir.Mutation) []Redundancy {
-	order, buckets := byShape(ms, func(m *ir.Mutation) bool {
+	buckets := byShape(ms, func(m *ir.Mutation) bool {
 		switch op := m.Op.(type) {
 		case ir.SetValue:
 			return op.FromMetadata == ""
@@ -39,11 +39,7 @@ func Forward(ms []*ir.Mutation) []Redundancy {
 	fps := lazyFootprints(ms)
 	fp := fps.get
 	var out []Redundancy
-	for _, k := range order {
-		idx := buckets[k]
-		if len(idx) < 2 || len(idx) > maxRedundantBucket {
-			continue
-		}
+	for _, idx := range buckets {
 		// From the last: a constant forwarded to g may then go on to an earlier f.
 		for x := len(idx) - 2; x >= 0; x-- {
 			fi := idx[x]

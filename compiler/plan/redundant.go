@@ -14,7 +14,8 @@ type Redundancy struct {
 	Why   string
 }
 
-// maxRedundantBucket bounds the mutations of one path shape that Redundant compares pairwise.
+// maxRedundantBucket bounds the mutations of one path shape that Redundant, Forward and
+// CreateOnly compare pairwise.
 const maxRedundantBucket = 64
 
 // Redundant lists the mutations of ms (in Gatekeeper's order) that change nothing in any pass
@@ -34,7 +35,7 @@ const maxRedundantBucket = 64
 // between them), so every By is a mutation that is kept: leaving out all of them at once is
 // leaving them out one at a time.
 func Redundant(ms []*ir.Mutation) []Redundancy {
-	order, buckets := byShape(ms, func(m *ir.Mutation) bool {
+	buckets := byShape(ms, func(m *ir.Mutation) bool {
 		_, ok := m.Op.(ir.SetValue)
 		return ok
 	})
@@ -42,11 +43,7 @@ func Redundant(ms []*ir.Mutation) []Redundancy {
 	fp := fps.get
 	var out []Redundancy
 	dropped, kept := map[int]bool{}, map[int]bool{}
-	for _, k := range order {
-		idx := buckets[k]
-		if len(idx) < 2 || len(idx) > maxRedundantBucket {
-			continue
-		}
+	for _, idx := range buckets {
 		for _, j := range idx {
 			if kept[j] {
 				continue
@@ -66,9 +63,10 @@ func Redundant(ms []*ir.Mutation) []Redundancy {
 	return out
 }
 
-// byShape groups the indexes of the mutations of ms that keep accepts by shapeKey, the shapes in
-// the order first seen: only mutations of one shape can cover each other.
-func byShape(ms []*ir.Mutation, keep func(*ir.Mutation) bool) ([]string, map[string][]int) {
+// byShape groups the indexes of the mutations of ms that keep accepts by shapeKey (only
+// mutations of one shape can cover each other), the shapes in the order first seen, and returns
+// the groups worth comparing pairwise: those of 2 to maxRedundantBucket mutations.
+func byShape(ms []*ir.Mutation, keep func(*ir.Mutation) bool) [][]int {
 	buckets := map[string][]int{}
 	var order []string
 	for i, m := range ms {
@@ -81,7 +79,13 @@ func byShape(ms []*ir.Mutation, keep func(*ir.Mutation) bool) ([]string, map[str
 		}
 		buckets[k] = append(buckets[k], i)
 	}
-	return order, buckets
+	var out [][]int
+	for _, k := range order {
+		if idx := buckets[k]; len(idx) >= 2 && len(idx) <= maxRedundantBucket {
+			out = append(out, idx)
+		}
+	}
+	return out
 }
 
 // footprintCache computes the footprint of ms[i] when first asked for it.

@@ -27,6 +27,19 @@ spec:
 `, name, match, location, value)
 }
 
+// samePairs checks that rs are want ("M by By", in any order).
+func samePairs(t *testing.T, what string, rs []plan.Redundancy, want []string) {
+	t.Helper()
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.M.Source.Name+" by "+r.By.Source.Name)
+	}
+	sort.Strings(got)
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("%s: got %q, want %q", what, got, want)
+	}
+}
+
 func TestRedundant(t *testing.T) {
 	glob := "spec.containers[name: *].imagePullPolicy"
 	mustNotExist := "    pathTests:\n    - subPath: 'spec.containers[name: *].imagePullPolicy'\n      condition: MustNotExist\n"
@@ -103,24 +116,20 @@ func TestRedundant(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ms := mutations(t, tc.docs...)
-			var got []string
+			rs := plan.Redundant(ms)
 			dropped := map[string]bool{}
-			for _, r := range plan.Redundant(ms) {
-				got = append(got, r.M.Source.Name+" by "+r.By.Source.Name)
+			for _, r := range rs {
 				dropped[r.M.Source.Name] = true
 				if r.Why == "" || !strings.Contains(r.Why, r.By.Source.String()) {
 					t.Errorf("%s: the reason should name %s: %q", r.M.Source, r.By.Source, r.Why)
 				}
 			}
-			for _, r := range plan.Redundant(ms) {
+			for _, r := range rs {
 				if dropped[r.By.Source.Name] {
 					t.Errorf("%s is left out because of %s, which is left out too", r.M.Source, r.By.Source)
 				}
 			}
-			sort.Strings(got)
-			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
-				t.Errorf("redundant: got %q, want %q", got, tc.want)
-			}
+			samePairs(t, "redundant", rs, tc.want)
 		})
 	}
 }
@@ -174,17 +183,13 @@ func TestForward(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ms := mutations(t, tc.docs...)
-			var got []string
-			for _, r := range plan.Forward(ms) {
-				got = append(got, r.M.Source.Name+" by "+r.By.Source.Name)
+			rs := plan.Forward(ms)
+			for _, r := range rs {
 				if sv, ok := r.M.Op.(ir.SetValue); !ok || sv.Value == nil {
 					t.Errorf("%s: computed as %#v, want an Assign of a constant", r.M.Source, r.M.Op)
 				}
 			}
-			sort.Strings(got)
-			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
-				t.Errorf("forwarded: got %q, want %q", got, tc.want)
-			}
+			samePairs(t, "forwarded", rs, tc.want)
 		})
 	}
 }
@@ -264,10 +269,10 @@ func TestCreateOnly(t *testing.T) {
 			}
 			before := fmt.Sprint(ms[len(ms)-1].ExistsOK)
 			out := plan.CreateOnly(ms, skip)
-			var got []string
+			var rs []plan.Redundancy
 			by := map[*ir.Mutation]bool{}
 			for _, o := range out {
-				got = append(got, o.M.Source.Name+" by "+o.By.Source.Name)
+				rs = append(rs, o.Redundancy)
 				by[o.By] = true
 				if !strings.Contains(o.Why, o.By.Source.String()) {
 					t.Errorf("%s: the reason should name %s: %q", o.M.Source, o.By.Source, o.Why)
@@ -284,10 +289,7 @@ func TestCreateOnly(t *testing.T) {
 			if fmt.Sprint(ms[len(ms)-1].ExistsOK) != before {
 				t.Errorf("CreateOnly changed its input")
 			}
-			sort.Strings(got)
-			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
-				t.Errorf("created only: got %q, want %q", got, tc.want)
-			}
+			samePairs(t, "created only", rs, tc.want)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -505,17 +504,13 @@ func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules 
 	if err != nil {
 		return nil, err
 	}
+	// (No test of s's own there: SharesCreation.)
 	e := s.share.Elem
-	there, missing := *s.m, *s.m
-	there.MissingOK = slices.Clone(s.m.MissingOK)
-	there.MissingOK[e] = false
-	missing.ExistsOK = slices.Clone(s.m.ExistsOK)
-	missing.ExistsOK[e] = false
-	a, err := cel.JSONPatchAssuming(&there, env.Features(), assume)
+	a, err := cel.JSONPatchAssuming(s.m.WithTest(e, true, false), env.Features(), assume)
 	if err != nil {
 		return nil, err
 	}
-	b, err := cel.JSONPatchAssuming(&missing, env.Features(), assume)
+	b, err := cel.JSONPatchAssuming(s.m.WithTest(e, false, true), env.Features(), assume)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,16 @@ type Mutation struct {
 	Completions []Completion
 }
 
+// WithTest is a copy of m whose walk at Path[i] goes on only as existsOK and missingOK say (a
+// pathTest there): the planner's rules compute some mutations with a test they do not have.
+func (m *Mutation) WithTest(i int, existsOK, missingOK bool) *Mutation {
+	c := *m
+	c.ExistsOK = append([]bool(nil), m.ExistsOK...)
+	c.MissingOK = append([]bool(nil), m.MissingOK...)
+	c.ExistsOK[i], c.MissingOK[i] = existsOK, missingOK
+	return &c
+}
+
 // Completion is a value By (a constant Assign sorted before the mutation) sets at Path (object
 // fields below the element) in the element the mutation creates, whenever By's match holds.
 type Completion struct {

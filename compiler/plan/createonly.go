@@ -77,12 +77,7 @@ type OnlyCreating struct {
 }
 
 // Test is M with a MustNotExist test on that element: it writes only where it creates it.
-func (o OnlyCreating) Test() *ir.Mutation {
-	m := *o.M
-	m.ExistsOK = append([]bool(nil), m.ExistsOK...)
-	m.ExistsOK[o.Elem] = false
-	return &m
-}
+func (o OnlyCreating) Test() *ir.Mutation { return o.M.WithTest(o.Elem, false, true) }
 
 // createdStep is the index of m's one keyed list step, when m creates that element where it
 // is missing and writes through it where it exists (no test on it); -1 otherwise.

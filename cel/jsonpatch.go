@@ -636,11 +636,21 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		return out, nil
 	case ir.PruneSet:
 		if g.singleOpSet() {
+			v := Ident("v")
+			if one := dedupe(op.Values); len(one) == 1 {
+				// One value: a membership test and a comparison, where a list literal would be
+				// built for each element (10 each in the cost model).
+				val, err := Value(one[0])
+				if err != nil {
+					return nil, err
+				}
+				return Cond(Bin("in", val, child),
+					List(patchOp("replace", p, Method(child, "filter", v, Bin("!=", v, val)))), List()), nil
+			}
 			vals, err := Value(op.Values)
 			if err != nil {
 				return nil, err
 			}
-			v := Ident("v")
 			return Cond(Method(child, "exists", v, Bin("in", v, vals)),
 				List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), List()), nil
 		}

@@ -166,6 +166,12 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		var muts []emit.Mutation
 		checked := map[string]bool{}
+		taken := make([]string, len(vars))
+		for i, v := range vars {
+			taken[i] = v.Name
+		}
+		keys := cel.NewKeyLists(minKeyLookups, taken)
+		var wholes []cel.Expr
 		chunks := schedule(fz, seq)
 		var contents []emit.Contents
 		// after, why: why the next mutation cannot join the one being built (prevAfter,
@@ -209,6 +215,10 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
 			}
+			// The parts are checked as built; the lookups the key lists replace keep every
+			// part's type (see cel.KeyLists), and the variables are checked below.
+			e = keys.Hoist(e)
+			wholes = append(wholes, e)
 			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.CheckJSONPatchExpr)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
@@ -218,6 +228,25 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		if len(muts) == 0 {
 			return nil, nil
+		}
+		if kv := keys.Variables(); len(kv) > 0 {
+			for _, v := range kv {
+				printed, err := pr.env.Print(v.Expr)
+				if err != nil {
+					return nil, &mutationError{members[0], err}
+				}
+				vars = append(vars, cel.Variable{Name: v.Name, Expression: printed})
+			}
+			if checker, verr = env.WithVariables(vars); verr != nil {
+				return nil, &mutationError{members[0], verr}
+			}
+		}
+		if cel.SelfChecking() {
+			for _, whole := range wholes {
+				if err := checker.CheckJSONPatchExpr(whole); err != nil {
+					return nil, &mutationError{members[0], fmt.Errorf("the compacted expression does not compile although its parts do: %v", err)}
+				}
+			}
 		}
 		sort.Slice(srcs, func(i, j int) bool { return srcs[i].Kind+"/"+srcs[i].Name < srcs[j].Kind+"/"+srcs[j].Name })
 		conds, err := installConditions(env, opts)
@@ -422,12 +451,7 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 			return "", err
 		}
 	}
-	if cel.SelfChecking() {
-		if err := check(whole); err != nil {
-			return "", fmt.Errorf("the compacted expression does not compile although its parts do: %v", err)
-		}
-	}
-	return p.env.Print(whole)
+	return p.env.Print(whole) // checked whole in tests (cel.SelfCheck) by the caller
 }
 
 // conflict finds a step of a and a step of b (which follows a) that cannot be fused, and why
@@ -774,3 +798,7 @@ func variableName(src ir.Source) string {
 	}
 	return b.String()
 }
+
+// minKeyLookups is the number of lookups by key of one list in one expression from which the
+// list's keys become a policy variable (cel.KeyLists).
+const minKeyLookups = 2

@@ -113,3 +113,38 @@ func TestGeneratedCasesCreateOnly(t *testing.T) {
 		t.Errorf("%d cases: created only, %d because of a mutator before, %d after, %d sharing the creation: the differential test would hardly check each", n, before, after, shared)
 	}
 }
+
+// TestGeneratedCasesKeyLists: the differential cases include fused expressions whose lookups of
+// keyed elements use a policy variable of the list's keys (cel.KeyLists), for element tests and
+// for the index of an element replaced whole, so that TestDifferential checks them against
+// Gatekeeper.
+func TestGeneratedCasesKeyLists(t *testing.T) {
+	var tests, indexes int
+	enough := func() bool { return tests >= 2 && indexes >= 2 }
+	n := scanGenerated(t, func(out *compiler.Output) bool {
+		for _, p := range out.Policies {
+			for _, v := range p.Policy.Spec.Variables {
+				if !strings.HasPrefix(v.Name, "keys_") {
+					continue
+				}
+				for _, m := range p.Policy.Spec.Mutations {
+					if m.JSONPatch == nil {
+						continue
+					}
+					ref := "variables." + v.Name
+					if strings.Contains(m.JSONPatch.Expression, " in "+ref) {
+						tests++
+					}
+					if strings.Contains(m.JSONPatch.Expression, ref+".indexOf(") {
+						indexes++
+					}
+				}
+			}
+		}
+		return enough()
+	})
+	t.Logf("%d cases: %d expressions test elements by a list of keys, %d find an element's index in one", n, tests, indexes)
+	if !enough() {
+		t.Errorf("%d cases: %d expressions test elements by a list of keys, %d find an element's index in one: the differential test would hardly check them", n, tests, indexes)
+	}
+}

@@ -136,6 +136,13 @@ func (k *KeyLists) Hoist(e Expr) Expr {
 		return eachChild(x, scan)
 	}
 	scan(e)
+	hoist := false
+	for _, n := range count {
+		hoist = hoist || n >= k.Min
+	}
+	if !hoist {
+		return e
+	}
 	return transform(e, func(x Expr) Expr {
 		l, key, v, isIndex, ok := keyLookup(x)
 		if !ok || count[listKey(l, key)] < k.Min {

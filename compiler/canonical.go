@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/internal/par"
 	"github.com/mapc-dev/mapc/internal/typed"
 )
 
@@ -102,17 +103,73 @@ type roundTripResult struct {
 // as the API server does, and returns what is at path afterwards (nil when it is gone). The
 // result is shared: it must not be modified.
 func (sc schemaCache) roundTrip(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
+	key, ok := roundTripKey(gvk, path, v)
+	if !ok {
 		return roundTripOnce(gvk, path, v)
 	}
-	key := gvk.String() + "\x00" + fmt.Sprintf("%#v", path) + "\x00" + string(data)
 	if r, ok := sc[key]; ok {
 		return r.stored, r.err
 	}
 	stored, err := roundTripOnce(gvk, path, v)
 	sc[key] = roundTripResult{stored, err}
 	return stored, err
+}
+
+func roundTripKey(gvk schema.GroupVersionKind, path []ir.Step, v any) (string, bool) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", false
+	}
+	return gvk.String() + "\x00" + ir.PathKey(path) + "\x00" + string(data), true
+}
+
+// prefetch fills the cache with the round trips outsideSchema and checkCanonical will ask for
+// the mutations ms, computed on every core (each passes a small object through a Go type and
+// back; a set of generated mutators rarely shares one).
+func (sc schemaCache) prefetch(ms []*ir.Mutation) {
+	type job struct {
+		key  string
+		gvk  schema.GroupVersionKind
+		path []ir.Step
+		v    any
+	}
+	var jobs []job
+	add := func(gvk schema.GroupVersionKind, path []ir.Step, v any) {
+		if key, ok := roundTripKey(gvk, path, v); ok {
+			if _, done := sc[key]; !done {
+				sc[key] = roundTripResult{} // a placeholder, filled below
+				jobs = append(jobs, job{key, gvk, path, v})
+			}
+		}
+	}
+	for _, m := range ms {
+		for _, r := range m.Match.Rules {
+			gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+			if !typed.Known(gvk) {
+				continue
+			}
+			var v any = "x"
+			switch op := m.Op.(type) {
+			case ir.SetValue:
+				if op.FromMetadata == "" {
+					v = op.Value
+				}
+			case ir.MergeSet:
+				add(gvk, m.Path, op.Values)
+			case ir.PruneSet:
+				add(gvk, m.Path, op.Values)
+			}
+			add(gvk, m.Path, v)
+		}
+	}
+	results := make([]roundTripResult, len(jobs))
+	par.Do(len(jobs), func(i int) {
+		j := jobs[i]
+		results[i].stored, results[i].err = roundTripOnce(j.gvk, j.path, j.v)
+	})
+	for i, j := range jobs {
+		sc[j.key] = results[i]
+	}
 }
 
 func roundTripOnce(gvk schema.GroupVersionKind, path []ir.Step, v any) (any, error) {

@@ -133,6 +133,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	}
 	var ms []*ir.Mutation
 	sc := schemaCache{}
+	sc.prefetch(fe.Mutations)
 	var fz *plan.Fuser // footprints, computed once per plan for planning and fusing
 	outside := map[*ir.Mutation][]ir.Rule{}
 	for _, m := range fe.Mutations {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/par"
 )
 
 // Problem is a refusal or rejection of one mutator, positioned.
@@ -43,6 +44,24 @@ type Result struct {
 	Problems []*Problem
 }
 
+type decodeResult struct {
+	d   *Decoded
+	err error
+}
+
+// decodeAll decodes every named mutator among docs, on every core: decoding (Gatekeeper's
+// types, conversion and location parser) is most of the front end's time, and each document is
+// decoded on its own. Compile uses the results in order.
+func decodeAll(docs []*source.Document) []decodeResult {
+	out := make([]decodeResult, len(docs))
+	par.Do(len(docs), func(i int) {
+		if obj := docs[i].Object; IsMutator(obj) && obj.GetName() != "" {
+			out[i].d, out[i].err = Decode(obj)
+		}
+	})
+	return out
+}
+
 // Compile lowers every Gatekeeper mutator among docs. Other documents are noted and skipped.
 // Mutations come back in Gatekeeper's order (sorted by group, kind, namespace, name).
 func Compile(docs []*source.Document) *Result {
@@ -55,7 +74,8 @@ func Compile(docs []*source.Document) *Result {
 		m   *ir.Mutation
 	}
 	var all []decoded
-	for _, doc := range docs {
+	pre := decodeAll(docs)
+	for i, doc := range docs {
 		obj := doc.Object
 		if !IsMutator(obj) {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s %s/%s is not a Gatekeeper mutator; ignored", doc.File, doc.Line, obj.GetAPIVersion(), obj.GetKind(), obj.GetName()))
@@ -79,7 +99,7 @@ func Compile(docs []*source.Document) *Result {
 			continue
 		}
 		seen[name] = doc
-		d, err := Decode(obj)
+		d, err := pre[i].d, pre[i].err
 		if err != nil {
 			reportErr(problem, err)
 			continue

@@ -9,6 +9,7 @@ package ir
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,6 +172,31 @@ func PathString(p []Step) string {
 			fmt.Fprintf(&b, "[%s: *]", s.KeyField)
 		default:
 			fmt.Fprintf(&b, "[%s: %s]", s.KeyField, s.KeyValue)
+		}
+	}
+	return b.String()
+}
+
+// PathKey is an unambiguous text for a path, for map keys (PathString leaves keys unquoted).
+func PathKey(p []Step) string {
+	var b strings.Builder
+	str := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	for _, s := range p {
+		switch {
+		case !s.List:
+			b.WriteByte('.')
+			str(s.Field)
+		case s.Glob:
+			b.WriteByte('*')
+			str(s.KeyField)
+		default:
+			b.WriteByte('[')
+			str(s.KeyField)
+			str(s.KeyValue)
 		}
 	}
 	return b.String()

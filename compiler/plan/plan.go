@@ -969,7 +969,7 @@ func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutatio
 	}
 	nodes := map[string]*node{}
 	var keys []string
-	key := func(p []ir.Step) string { return fmt.Sprintf("%#v", p) }
+	key := ir.PathKey
 	for _, m := range batch {
 		f := z.footprint(m)
 		creates := map[int]bool{}

@@ -35,7 +35,23 @@ func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
 // in the same patch, so a missing one is walked into as an empty object instead of being
 // created here with the mutation's subtree (which would overwrite what the others add).
 func JSONPatchAssuming(m *ir.Mutation, f Features, shared int) (Expr, error) {
-	g := &jpgen{m: m, f: f, shared: shared, elem: -1}
+	return JSONPatchAround(m, f, shared, nil)
+}
+
+// Replaced is a keyed list element that another mutation computed in the same expression
+// replaces whole (the first element whose KeyField is KeyValue, in the list at the first Depth
+// steps of the path, which are object fields), where When holds.
+type Replaced struct {
+	Depth              int
+	KeyField, KeyValue string
+	When               Expr
+}
+
+// JSONPatchAround is JSONPatchAssuming for a mutation whose operations leave out the elements
+// in around: computed from the same object, they would apply to what the other mutation
+// removes (plan.Fuser.PrunedAround says when its result is then Gatekeeper's).
+func JSONPatchAround(m *ir.Mutation, f Features, shared int, around []Replaced) (Expr, error) {
+	g := &jpgen{m: m, f: f, shared: shared, elem: -1, around: around}
 	for i, st := range m.Path {
 		if st.List {
 			g.elem = i
@@ -60,6 +76,34 @@ type jpgen struct {
 	// the element sim or a walk created there last (nil once completed took it).
 	elem    int
 	created map[string]any
+	around  []Replaced
+}
+
+// negate is !e, as a != for an ==.
+func negate(e Expr) Expr {
+	if b, ok := e.(binary); ok && b.op == "==" {
+		return binary{"!=", b.l, b.r}
+	}
+	return Not(e)
+}
+
+// replacedHere is the condition under which the element at index iv of the list cur (at depth
+// d) is one that another mutation replaces (false when none is).
+func (g *jpgen) replacedHere(d int, cur, iv Expr) Expr {
+	var any []Expr
+	for _, r := range g.around {
+		if r.Depth != d {
+			continue
+		}
+		x, j := Ident(fmt.Sprintf("x%d", d)), Ident(fmt.Sprintf("j%d", d))
+		k := Str(r.KeyField)
+		match := And(Bin("in", k, x), Bin("==", Index(x, k), Str(r.KeyValue)))
+		// The index of the first element with the key, -1 when there is none (KeyLists makes
+		// this an indexOf on the list's keys, computed once).
+		first := Cond(Method(cur, "exists", x, match), Index(Method(cur, "transformList", j, x, match, j), Int(0)), Int(-1))
+		any = append(any, And(r.When, Bin("==", iv, first)))
+	}
+	return Or(any...)
 }
 
 var emptyList = List()
@@ -199,6 +243,7 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		k := Str(st.KeyField)
 		match = And(Bin("in", k, elem), Bin("==", Index(elem, k), Str(st.KeyValue)))
 	}
+	replaced := g.replacedHere(d, cur, Ident(iv))
 	if g.last(d) {
 		// Assign of a whole element to a keyed list: replace the first element with the key,
 		// or append.
@@ -227,7 +272,16 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		return nil, err
 	}
 	var each Expr = emptyList
-	if existsOK && !isEmpty(inner) {
+	if existsOK && !isEmpty(inner) && replaced != False {
+		// Leave out the elements another mutation replaces. With at most one operation per
+		// element, its condition is tested first: the replaced element is looked for only
+		// where there is something to do.
+		if c, op, ok := singleOp(Compact(inner)); ok {
+			each = Method(cur, "transformList", Ident(iv), Ident(ev), And(match, c, negate(replaced)), op)
+		} else if each, err = g.forEach(d, cur, And(match, negate(replaced)), inner); err != nil {
+			return nil, err
+		}
+	} else if existsOK && !isEmpty(inner) {
 		if each, err = g.forEach(d, cur, match, inner); err != nil {
 			return nil, err
 		}

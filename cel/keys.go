@@ -144,6 +144,10 @@ func (k *KeyLists) Hoist(e Expr) Expr {
 		return e
 	}
 	return transform(e, func(x Expr) Expr {
+		if c, ok := x.(cond); ok && isLit(c.f, "-1") && indexOfArg(c.t) != nil && String(c.c) == String(Bin("in", indexOfArg(c.t), indexOfList(c.t))) {
+			// (V in keys) ? keys.indexOf(V) : -1 is keys.indexOf(V).
+			return c.t
+		}
 		l, key, v, isIndex, ok := keyLookup(x)
 		if !ok || count[listKey(l, key)] < k.Min {
 			return x
@@ -154,6 +158,21 @@ func (k *KeyLists) Hoist(e Expr) Expr {
 		}
 		return Bin("in", v, ref)
 	})
+}
+
+// indexOfArg and indexOfList are V and L of L.indexOf(V) (nil for anything else).
+func indexOfArg(e Expr) Expr {
+	if c, ok := e.(call); ok && c.fn == "indexOf" && c.target != nil && len(c.args) == 1 {
+		return c.args[0]
+	}
+	return nil
+}
+
+func indexOfList(e Expr) Expr {
+	if c, ok := e.(call); ok && c.fn == "indexOf" && c.target != nil && len(c.args) == 1 {
+		return c.target
+	}
+	return nil
 }
 
 // variable is the name of the variable listing key in list, added if new.

@@ -604,18 +604,20 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	sort.SliceStable(byPath, func(i, j int) bool { return sortKey(byPath[i].m) < sortKey(byPath[j].m) })
 	for _, s := range byPath {
 		ops, ok := opsOf[s.m]
+		around, err := replacedAround(fz, s, batch, guardOf)
+		if err != nil {
+			return nil, nil, err
+		}
 		if s.share != nil && guardOf[s.share.M] != nil {
-			var err error
 			if ops, err = sharedCreationOps(env, s, guardOf[s.share.M], assume[s.m], rules); err != nil {
 				return nil, nil, err
 			}
-		} else if !ok || assume[s.m] != 0 {
-			var err error
+		} else if !ok || assume[s.m] != 0 || len(around) > 0 {
 			gen := s.m
 			if s.gen != nil {
 				gen = s.gen
 			}
-			if ops, err = cel.JSONPatchAssuming(gen, env.Features(), assume[s.m]); err != nil {
+			if ops, err = cel.JSONPatchAround(gen, env.Features(), assume[s.m], around); err != nil {
 				return nil, nil, err
 			}
 			ops = assumeRequest(s.m, ops, rules)
@@ -649,6 +651,37 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		e = cel.Bin("+", e, p)
 	}
 	return e, parts, nil
+}
+
+// replacedAround is the elements that other steps of the batch replace whole, which s's
+// operations must leave out (plan.Fuser.PrunedAround): each where the other step applies (its
+// guard and label selector) and replaces an element that exists (no test on its path says
+// otherwise; a step computed only where it creates its element replaces none).
+func replacedAround(fz *plan.Fuser, s step, batch []step, guardOf map[*ir.Mutation]cel.Expr) ([]cel.Replaced, error) {
+	var out []cel.Replaced
+	for _, t := range batch {
+		if t.m == s.m || !fz.PrunedAround(t.m, s.m) {
+			continue
+		}
+		gen := t.m
+		if t.gen != nil {
+			gen = t.gen
+		}
+		replaces := true
+		for i := range gen.Path {
+			replaces = replaces && gen.ExistsOK[i]
+		}
+		if !replaces {
+			continue
+		}
+		labels, err := cel.LabelsMatch(t.m.Match.LabelSelector)
+		if err != nil {
+			return nil, err
+		}
+		last := gen.Path[len(gen.Path)-1]
+		out = append(out, cel.Replaced{Depth: len(gen.Path) - 1, KeyField: last.KeyField, KeyValue: last.KeyValue, When: cel.And(guardOf[t.m], labels)})
+	}
+	return out, nil
 }
 
 // unionMatch is the request-level match of a policy holding ms: the union of their rules (every

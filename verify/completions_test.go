@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -146,5 +147,34 @@ func TestGeneratedCasesKeyLists(t *testing.T) {
 	t.Logf("%d cases: %d expressions test elements by a list of keys, %d find an element's index in one", n, tests, indexes)
 	if !enough() {
 		t.Errorf("%d cases: %d expressions test elements by a list of keys, %d find an element's index in one: the differential test would hardly check them", n, tests, indexes)
+	}
+}
+
+// TestGeneratedCasesPrunedAround: the differential cases include prunes computed in one
+// expression with a whole-element Assign of the list they prune through, leaving out the
+// element it replaces (plan.Fuser.PrunedAround, cel.Replaced), unconditionally and under the
+// Assign's match, so that TestDifferential checks them against Gatekeeper.
+func TestGeneratedCasesPrunedAround(t *testing.T) {
+	skip := regexp.MustCompile(`i\d+ (==|!=) variables\.keys_\w+\.indexOf\(`)
+	guarded := regexp.MustCompile(`!\(variables\.\w+ && i\d+ == variables\.keys_\w+\.indexOf\(`)
+	var plain, conditional int
+	enough := func() bool { return plain >= 2 && conditional >= 2 }
+	n := scanGenerated(t, func(out *compiler.Output) bool {
+		for _, p := range out.Policies {
+			for _, m := range p.Policy.Spec.Mutations {
+				if m.JSONPatch == nil {
+					continue
+				}
+				e := strings.ReplaceAll(m.JSONPatch.Expression, "\n", " ")
+				all, cond := len(skip.FindAllString(e, -1)), len(guarded.FindAllString(e, -1))
+				plain += all - cond
+				conditional += cond
+			}
+		}
+		return enough()
+	})
+	t.Logf("%d cases: %d prunes leave out an element replaced unconditionally, %d one replaced under a match", n, plain, conditional)
+	if !enough() {
+		t.Errorf("%d cases: %d prunes leave out an element replaced unconditionally, %d one replaced under a match: the differential test would hardly check them", n, plain, conditional)
 	}
 }

@@ -12,6 +12,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -433,13 +434,30 @@ func createdElement(m *ir.Mutation, v any) (map[string]any, int) {
 // keepsLiteral: is g's effect on the element f creates (f.literal) no change at all? So when g
 // sets a constant (creating no list element) at a field of elements that may be f's, and f's
 // element already holds exactly that value there: g writes the value where it is, whatever its
-// tests decide, and where f replaces the element after g, g's writes there are gone.
+// tests decide, and where f replaces the element after g, g's writes there are gone. And when
+// g prunes a list below such elements (object fields only) that f's element lacks, or that holds
+// none of g's values: g removes nothing there, and where f replaces the element after g, what g
+// removed from the one before is gone with it. (One expression computing both from the same
+// object must then leave that element out of g's operations: prunedAround.)
 func (g *footprint) keepsLiteral(f *footprint) bool {
-	if f.literal == nil || g.setValue == "" || len(g.appends) > 0 || len(g.full) <= f.elemAt+1 {
+	prune, isPrune := g.m.Op.(ir.PruneSet)
+	if f.literal == nil || g.setValue == "" && !isPrune || len(g.appends) > 0 || len(g.full) <= f.elemAt+1 {
 		return false
 	}
 	for j := 0; j <= f.elemAt; j++ {
 		if !segCompatible(f.full[j], g.full[j]) {
+			return false
+		}
+	}
+	if isPrune && f.elemAt == len(f.full)-1 {
+		// f replaces elements: only of a list at a fixed path, whose first element with the
+		// key one expression can find (cel.Replaced), and not by the key g reaches below.
+		for _, s := range f.full[:f.elemAt] {
+			if s.list {
+				return false
+			}
+		}
+		if g.full[f.elemAt+1].field == f.full[f.elemAt].keyField {
 			return false
 		}
 	}
@@ -450,10 +468,50 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 			return false
 		}
 		if v, ok = obj[s.field]; !ok {
-			return false
+			return isPrune // nothing to prune
 		}
 	}
+	if isPrune {
+		return prunesNothing(v, prune.Values)
+	}
 	return reflect.DeepEqual(v, g.value)
+}
+
+// prunesNothing: is v a list none of whose elements may equal one of vals? Compared as JSON,
+// so that numbers of different Go types that denote the same value count as equal.
+func prunesNothing(v any, vals []any) bool {
+	l, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, x := range l {
+		xj, err := json.Marshal(x)
+		if err != nil {
+			return false
+		}
+		for _, val := range vals {
+			vj, err := json.Marshal(val)
+			if err != nil || string(xj) == string(vj) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// prunedAround: does f assign whole elements of a list that g prunes below (keepsLiteral)?
+// Computed from the same object in one expression, g's operations on the element f replaces
+// would apply to the element f removes; leaving that element out (cel.Replaced), g's
+// operations are those it does on the other elements in Gatekeeper's run, in either order.
+func (f *footprint) prunedAround(g *footprint) bool {
+	_, isPrune := g.m.Op.(ir.PruneSet)
+	return isPrune && f.elemAt == len(f.full)-1 && g.keepsLiteral(f)
+}
+
+// PrunedAround is prunedAround for mutations: must g's operations leave out the element f
+// replaces, when the two are computed in one expression?
+func (z *Fuser) PrunedAround(f, g *ir.Mutation) bool {
+	return z.footprint(f).prunedAround(z.footprint(g))
 }
 
 // literalFor is f.literal as g finds it in Gatekeeper's pass after f created it: with f's
@@ -573,7 +631,7 @@ func (f *footprint) sameConstantLeaf(g *footprint) bool {
 // operation on an element f replaces writes what f's element holds, before or after f's, and
 // an element f appends is not among those g's operations reach.
 func (f *footprint) fillsElement(g *footprint) bool {
-	if !g.keepsLiteral(f) || f.elemAt != len(f.full)-1 || len(g.full) != f.elemAt+2 || len(g.appends) > 0 {
+	if g.setValue == "" || !g.keepsLiteral(f) || f.elemAt != len(f.full)-1 || len(g.full) != f.elemAt+2 || len(g.appends) > 0 {
 		return false
 	}
 	for i := range g.m.Path {
@@ -905,7 +963,8 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	}
 	// Writes of one constant at one field, of which one may append the element on the way,
 	// give the same operations wherever both write, from the same object.
-	alike := fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b)
+	alike := fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b) ||
+		fa.prunedAround(fb) || fb.prunedAround(fa)
 	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) && !alike {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}

@@ -413,3 +413,74 @@ func TestComplete(t *testing.T) {
 		})
 	}
 }
+
+// prune is a Pod ModifySet mutator removing values.
+func prune(name, location, values string) string {
+	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata:
+  name: %s
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: '%s'
+  parameters:
+    operation: prune
+    values:
+      fromList: %s
+`, name, location, values)
+}
+
+// TestPrunedAround: a prune through every element of a list and a whole-element Assign of that
+// list may share an expression, the prune leaving out the replaced element, exactly when the
+// prune removes nothing from the assigned element.
+func TestPrunedAround(t *testing.T) {
+	cases := []struct {
+		name     string
+		assign   string
+		prune    string
+		fuses    bool
+		commutes bool
+	}{
+		{"the element has no such list",
+			assign("a", "spec.containers[name: s]", "{name: s, image: x}", ""),
+			prune("b", "spec.containers[name: *].args", "[--debug]"), true, true},
+		{"the element's list holds none of the values",
+			assign("a", "spec.containers[name: s]", "{name: s, args: [-v, '1']}", ""),
+			prune("b", "spec.containers[name: *].args", "[--debug, 1]"), true, true},
+		{"the prune through the same key, which creates the element too",
+			assign("a", "spec.containers[name: s]", "{name: s}", ""),
+			prune("b", "spec.containers[name: s].args", "[--debug]"), false, false},
+		{"the element's list holds a value",
+			assign("a", "spec.containers[name: s]", "{name: s, args: [-v, --debug]}", ""),
+			prune("b", "spec.containers[name: *].args", "[--debug]"), false, false},
+		{"a number equal as JSON",
+			assign("a", "spec.containers[name: s]", "{name: s, args: [1]}", ""),
+			prune("b", "spec.containers[name: *].args", "[1.0]"), false, false},
+		{"the list of another key",
+			assign("a", "spec.initContainers[name: s]", "{name: s, args: [--debug]}", ""),
+			prune("b", "spec.containers[name: *].args", "[--debug]"), true, true},
+		{"an element of a list inside elements",
+			assign("a", "spec.containers[name: *].env[name: E]", "{name: E}", ""),
+			prune("b", "spec.containers[name: *].env[name: *].x", "[y]"), false, false},
+		{"an element created on the way, holding no such list",
+			assign("a", "spec.containers[name: s].image", "x", ""),
+			prune("b", "spec.containers[name: *].args", "[--debug]"), true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ms := named(mutations(t, c.assign, c.prune))
+			a, b := ms["a"], ms["b"]
+			z := plan.NewFuser()
+			if got := z.Fusable(a, b); got != c.fuses {
+				t.Errorf("Fusable = %v (%s), want %v", got, z.WhyNot(a, b), c.fuses)
+			}
+			if got := z.Commute(a, b); got != c.commutes {
+				t.Errorf("Commute = %v, want %v", got, c.commutes)
+			}
+			whole := a.Path[len(a.Path)-1].List
+			if got, want := z.PrunedAround(a, b), c.fuses && whole && !strings.Contains(c.name, "another key"); got != want {
+				t.Errorf("PrunedAround = %v, want %v", got, want)
+			}
+		})
+	}
+}

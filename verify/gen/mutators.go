@@ -528,11 +528,45 @@ func (g *generator) scenario() {
 			g.record(m, loc)
 		}
 	}
-	which := r.IntN(11)
-	if which == 10 {
+	which := r.IntN(12)
+	if which == 11 {
 		which = 9 // twice as often: it needs several mutators to line up
 	}
 	switch which {
+	case 10: // whole containers of one name and a prune through every container: the prune
+		// removes nothing from what they assign (plan.Fuser.PrunedAround: one expression, the
+		// prune leaving out the container they replace), or, less often, something
+		field := pick(r, []string{"args", "command"})
+		pm, ploc := g.modifySet(pod, sub(glob, field))
+		if pm == nil {
+			return
+		}
+		params := pm["spec"].(map[string]any)["parameters"].(map[string]any)
+		params["operation"] = "prune"
+		if r.chance(0.7) {
+			delete(params, "pathTests")
+		}
+		vals, _ := params["values"].(map[string]any)["fromList"].([]any)
+		name := pick(r, ContainerNames)
+		for i := 0; i < 1+r.IntN(2); i++ {
+			sm, sloc := g.assign(pod, c(name))
+			if sm == nil {
+				continue
+			}
+			assign := sm["spec"].(map[string]any)["parameters"].(map[string]any)["assign"].(map[string]any)
+			if e, ok := assign["value"].(map[string]any); ok {
+				switch {
+				case r.chance(0.2) && len(vals) > 0:
+					e[field] = []any{"-kept", vals[0]}
+				case r.chance(0.5):
+					e[field] = []any{"-kept"}
+				default:
+					delete(e, field)
+				}
+			}
+			add(sm, sloc)
+		}
+		add(pm, ploc)
 	case 9: // near-copies that may make one another moot (plan.Redundant): one location, the
 		// same value or another, wider or narrower matches, tests, in any order
 		if r.chance(0.5) {

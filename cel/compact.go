@@ -174,7 +174,11 @@ func disjoint(a, b Expr) bool {
 	}
 	for _, x := range pa {
 		for _, y := range pb {
-			if x.base != y.base || strings.HasPrefix(x.rel, y.rel) || strings.HasPrefix(y.rel, x.rel) {
+			sameBase := x.readable && y.readable && x.base == y.base && !strings.HasPrefix(x.rel, y.rel) && !strings.HasPrefix(y.rel, x.rel)
+			// Paths whose static beginnings already differ (neither a prefix of the other) are in
+			// different subtrees, whatever the indices after them.
+			apart := !strings.HasPrefix(x.static, y.static) && !strings.HasPrefix(y.static, x.static)
+			if !sameBase && !apart {
 				return false
 			}
 		}
@@ -182,16 +186,23 @@ func disjoint(a, b Expr) bool {
 	return true
 }
 
-type opPath struct{ base, rel string }
+// opPath is an operation's path: base + rel when it ends in a static string (readable), and its
+// static beginning (the whole path when it is static).
+type opPath struct {
+	base, rel string
+	readable  bool
+	static    string
+}
 
-// opPaths lists the paths of the JSONPatch operations in e; false if one cannot be read.
+// opPaths lists the paths of the JSONPatch operations in e; false if one is not a JSONPatch
+// literal with a path.
 func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
 	if x, ok := e.(object); ok && x.typeName == "JSONPatch" {
-		_, base, rel, _, ok := readOp(x)
-		if !ok {
+		if len(x.fields) < 2 || x.fields[1] != "path" {
 			return nil, false
 		}
-		return append(acc, opPath{base, rel}), true
+		_, base, rel, _, readable := readOp(x)
+		return append(acc, opPath{base: base, rel: rel, readable: readable, static: staticPrefix(x.vals[1])}), true
 	}
 	ok := eachChild(e, func(k Expr) bool {
 		var ok bool
@@ -202,6 +213,20 @@ func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
 		return nil, false
 	}
 	return acc, true
+}
+
+// staticPrefix is the static beginning of a path expression (a concatenation of string
+// literals and run-time pieces).
+func staticPrefix(e Expr) string {
+	var s string
+	for _, t := range flatten(e, "+") {
+		v, ok := strValue(t)
+		if !ok {
+			break
+		}
+		s += v
+	}
+	return s
 }
 
 // eachChild calls fn on each operand of e (nil ones left out) until fn returns false, and
@@ -361,7 +386,7 @@ func addsObjectAbove(e Expr, l listExpr) bool {
 			for _, el := range x.elems {
 				if op, base, rel, v, ok := readOp(el); ok && op == "add" {
 					if _, isMap := v.(mapExpr); isMap {
-						adds = append(adds, opPath{base, rel})
+						adds = append(adds, opPath{base: base, rel: rel})
 					}
 				}
 			}

@@ -72,3 +72,33 @@ func TestCompact(t *testing.T) {
 		}
 	}
 }
+
+// TestDisjoint: operations commute when their paths are in different subtrees, also when a
+// path holds a run-time index (decided by the static beginnings) or ends in one.
+func TestDisjoint(t *testing.T) {
+	i := Ident("i2")
+	elem := ptr{[]Expr{strLit{"/spec/containers"}}}.index(i)
+	first := ptr{[]Expr{strLit{"/spec/containers"}}}.index(Method(Ident("keys"), "indexOf", Str("x")))
+	cases := []struct {
+		name string
+		a, b Expr
+		want bool
+	}{
+		{"static, apart", addOp("/metadata/labels/a", Str("1")), addOp("/spec/x", Str("2")), true},
+		{"static, one above the other", addOp("/metadata", Map(nil, nil)), addOp("/metadata/labels", Map(nil, nil)), false},
+		{"an element's field and another subtree", List(patchOp("add", elem.child("image"), Str("x"))), addOp("/metadata", Map(nil, nil)), true},
+		{"an element found at run time and another subtree", List(patchOp("replace", first, Map(nil, nil))), addOp("/metadata/labels", Map(nil, nil)), true},
+		{"an element and its list", List(patchOp("replace", first, Map(nil, nil))), addOp("/spec/containers", List()), false},
+		{"an element and a sibling field of the list", List(patchOp("replace", first, Map(nil, nil))), addOp("/spec/containersX", List()), true},
+		{"two fields of one element", List(patchOp("add", elem.child("image"), Str("x"))), List(patchOp("add", elem.child("args"), List())), true},
+		{"an element found at run time and a field of an element", List(patchOp("replace", first, Map(nil, nil))), List(patchOp("add", elem.child("image"), Str("x"))), false},
+	}
+	for _, c := range cases {
+		if got := disjoint(c.a, c.b); got != c.want {
+			t.Errorf("%s: disjoint = %v, want %v", c.name, got, c.want)
+		}
+		if got := disjoint(c.b, c.a); got != c.want {
+			t.Errorf("%s (swapped): disjoint = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

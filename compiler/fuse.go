@@ -205,7 +205,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				batch = append(batch, chunks[j]...)
 				j++
 			}
-			c := emit.Contents{After: prevAfter, Why: prevWhy}
+			c := emit.Contents{After: prevAfter, Why: prevWhy, LeavesOut: leavesOut(fz, batch)}
 			for _, s := range batch {
 				c.Steps = append(c.Steps, emit.Step{Source: s.m.Source, Round: s.round + 1})
 			}
@@ -659,6 +659,25 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 // otherwise; a step computed only where it creates its element replaces none).
 func replacedAround(fz *plan.Fuser, s step, batch []step, guardOf map[*ir.Mutation]cel.Expr) ([]cel.Replaced, error) {
 	var out []cel.Replaced
+	for _, t := range replacers(fz, s, batch) {
+		gen := t.m
+		if t.gen != nil {
+			gen = t.gen
+		}
+		labels, err := cel.LabelsMatch(t.m.Match.LabelSelector)
+		if err != nil {
+			return nil, err
+		}
+		last := gen.Path[len(gen.Path)-1]
+		out = append(out, cel.Replaced{Depth: len(gen.Path) - 1, KeyField: last.KeyField, KeyValue: last.KeyValue, When: cel.And(guardOf[t.m], labels)})
+	}
+	return out, nil
+}
+
+// replacers is the steps of batch that replace elements s's operations must leave out
+// (replacedAround).
+func replacers(fz *plan.Fuser, s step, batch []step) []step {
+	var out []step
 	for _, t := range batch {
 		if t.m == s.m || !fz.PrunedAround(t.m, s.m) {
 			continue
@@ -671,17 +690,23 @@ func replacedAround(fz *plan.Fuser, s step, batch []step, guardOf map[*ir.Mutati
 		for i := range gen.Path {
 			replaces = replaces && gen.ExistsOK[i]
 		}
-		if !replaces {
-			continue
+		if replaces {
+			out = append(out, t)
 		}
-		labels, err := cel.LabelsMatch(t.m.Match.LabelSelector)
-		if err != nil {
-			return nil, err
-		}
-		last := gen.Path[len(gen.Path)-1]
-		out = append(out, cel.Replaced{Depth: len(gen.Path) - 1, KeyField: last.KeyField, KeyValue: last.KeyValue, When: cel.And(guardOf[t.m], labels)})
 	}
-	return out, nil
+	return out
+}
+
+// leavesOut explains, for the steps of batch that leave out elements others replace, which.
+func leavesOut(fz *plan.Fuser, batch []step) []string {
+	var out []string
+	for _, s := range batch {
+		for _, t := range replacers(fz, s, batch) {
+			out = append(out, fmt.Sprintf("%s leaves out the element %s that %s replaces where its match holds (it removes nothing from what %s assigns there, so either order gives that element)",
+				s.m.Source, ir.PathString(t.m.Path), t.m.Source, t.m.Source))
+		}
+	}
+	return out
 }
 
 // unionMatch is the request-level match of a policy holding ms: the union of their rules (every

@@ -84,6 +84,9 @@ type Contents struct {
 	// After and Why: the step of the mutation before that this one's first step cannot be
 	// computed with, and why (After is empty when the expression before was full).
 	After, Why string
+	// LeavesOut says, for steps that leave out of their operations a list element another step
+	// replaces whole (cel.Replaced), which and why.
+	LeavesOut []string
 }
 
 // Step is one run of a mutator: in Gatekeeper's pass Round (from 1).

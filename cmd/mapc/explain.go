@@ -134,6 +134,8 @@ type explainedMutation struct {
 	// and why (After is empty when the expression before reached its length limit).
 	After string `json:"after,omitempty"`
 	Why   string `json:"why,omitempty"`
+	// LeavesOut: steps that leave out a list element another step replaces whole.
+	LeavesOut []string `json:"leavesOut,omitempty"`
 }
 
 type explainedStep struct {
@@ -149,7 +151,7 @@ func explainedPolicies(out *compiler.Output) []explainedPolicy {
 		}
 		ep := explainedPolicy{Policy: p.Policy.Name}
 		for i, c := range p.Contents {
-			em := explainedMutation{PatchType: string(p.Policy.Spec.Mutations[i].PatchType), After: c.After, Why: c.Why}
+			em := explainedMutation{PatchType: string(p.Policy.Spec.Mutations[i].PatchType), After: c.After, Why: c.Why, LeavesOut: c.LeavesOut}
 			for _, st := range c.Steps {
 				em.Steps = append(em.Steps, explainedStep{Mutator: st.Source.String(), Round: st.Round})
 			}
@@ -412,6 +414,9 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 				fmt.Fprintf(w, "    not in the mutation before (which runs %s): %s\n", m.After, m.Why)
 			case m.Why != "":
 				fmt.Fprintf(w, "    not in the mutation before: %s\n", m.Why)
+			}
+			for _, l := range m.LeavesOut {
+				fmt.Fprintf(w, "    %s\n", l)
 			}
 		}
 	}

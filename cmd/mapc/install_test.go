@@ -349,3 +349,33 @@ func TestExplainCreatedOnly(t *testing.T) {
 		t.Errorf("%d operations write a pull policy into an existing container, want 1 (always-pull-image's)", n)
 	}
 }
+
+// TestExplainLeavesOut: the docs examples' Pod goes through one mutation, whose prune
+// (remove-err-logging) leaves out the container intent-networking replaces; explain says so.
+func TestExplainLeavesOut(t *testing.T) {
+	var doc struct {
+		Policies []struct {
+			Policy    string
+			Mutations []struct {
+				Steps     []struct{ Mutator string }
+				LeavesOut []string
+			}
+		}
+	}
+	runExplainJSON(t, "../../examples/gatekeeper", &doc)
+	for _, p := range doc.Policies {
+		if p.Policy != "gatekeeper-pods" {
+			continue
+		}
+		if len(p.Mutations) != 1 {
+			t.Fatalf("gatekeeper-pods has %d mutations, want 1", len(p.Mutations))
+		}
+		m := p.Mutations[0]
+		want := "ModifySet/remove-err-logging leaves out the element spec.containers[name: networking] that Assign/intent-networking replaces"
+		if len(m.LeavesOut) != 1 || !strings.HasPrefix(m.LeavesOut[0], want) {
+			t.Errorf("leavesOut %q, want one starting %q", m.LeavesOut, want)
+		}
+		return
+	}
+	t.Fatal("no policy gatekeeper-pods")
+}

@@ -144,7 +144,7 @@ func (k *KeyLists) Hoist(e Expr) Expr {
 		return e
 	}
 	return transform(e, func(x Expr) Expr {
-		if c, ok := x.(cond); ok && isLit(c.f, "-1") && indexOfArg(c.t) != nil && String(c.c) == String(Bin("in", indexOfArg(c.t), indexOfList(c.t))) {
+		if c, ok := x.(cond); ok && isLit(c.f, "-1") && isIndexOf(c.t) && String(c.c) == String(Bin("in", c.t.(call).args[0], c.t.(call).target)) {
 			// (V in keys) ? keys.indexOf(V) : -1 is keys.indexOf(V).
 			return c.t
 		}
@@ -160,19 +160,10 @@ func (k *KeyLists) Hoist(e Expr) Expr {
 	})
 }
 
-// indexOfArg and indexOfList are V and L of L.indexOf(V) (nil for anything else).
-func indexOfArg(e Expr) Expr {
-	if c, ok := e.(call); ok && c.fn == "indexOf" && c.target != nil && len(c.args) == 1 {
-		return c.args[0]
-	}
-	return nil
-}
-
-func indexOfList(e Expr) Expr {
-	if c, ok := e.(call); ok && c.fn == "indexOf" && c.target != nil && len(c.args) == 1 {
-		return c.target
-	}
-	return nil
+// isIndexOf: is e L.indexOf(V)?
+func isIndexOf(e Expr) bool {
+	c, ok := e.(call)
+	return ok && c.fn == "indexOf" && c.target != nil && len(c.args) == 1
 }
 
 // variable is the name of the variable listing key in list, added if new.

@@ -4,10 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,6 +14,7 @@ import (
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/par"
 )
 
 type mutationError struct {
@@ -435,17 +434,7 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 	}
 	// The checks are independent: run them on every core.
 	errs := make([]error, len(todo))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, src := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = check(src)
-		}()
-	}
-	wg.Wait()
+	par.Do(len(todo), func(i int) { errs[i] = check(todo[i]) })
 	for _, err := range errs {
 		if err != nil {
 			return "", err

@@ -54,34 +54,14 @@ func RewriteImage(img Expr, op ir.RewriteImage) Expr {
 	return let(slash, Method(img, "indexOf", Str("/")), let(rest, restOf, body))
 }
 
-// substitute replaces the identifier name by with in e (which holds only identifiers, literals,
-// indexes, operators, conditionals and calls; no comprehension rebinds name).
+// substitute replaces the identifier name by with in e (no comprehension in e rebinds name).
 func substitute(e Expr, name string, with Expr) Expr {
-	switch x := e.(type) {
-	case ident:
-		if x.name == name {
+	return transform(e, func(x Expr) Expr {
+		if id, ok := x.(ident); ok && id.name == name {
 			return with
 		}
-	case binary:
-		return binary{x.op, substitute(x.l, name, with), substitute(x.r, name, with)}
-	case unary:
-		return unary{x.op, substitute(x.x, name, with)}
-	case cond:
-		return cond{substitute(x.c, name, with), substitute(x.t, name, with), substitute(x.f, name, with)}
-	case index:
-		return index{substitute(x.operand, name, with), substitute(x.key, name, with), x.opt}
-	case call:
-		var t Expr
-		if x.target != nil {
-			t = substitute(x.target, name, with)
-		}
-		args := make([]Expr, len(x.args))
-		for i, a := range x.args {
-			args[i] = substitute(a, name, with)
-		}
-		return call{t, x.fn, args}
-	}
-	return e
+		return x
+	})
 }
 
 // let is body with name bound to the value of init, evaluated once: [init].map(name, body)[0].

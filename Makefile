@@ -8,11 +8,11 @@ STATICCHECK_VERSION ?= v0.8.2
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/mapc
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/mapc
 
 # The main job on the bundled examples.
 examples: build
-	$(BIN) compile -f examples/gatekeeper -o -
+	$(BIN) compile examples/gatekeeper
 
 # Unit, golden and differential tests (Gatekeeper's engine vs the API server's MAP code).
 test: build

@@ -100,6 +100,8 @@ type Output struct {
 	ExcludedNamespaces []string
 	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled IgnoreLabel.
 	SkipsIgnoredNamespaces bool
+	// Mutators lists every mutator document with what became of it, in file and line order.
+	Mutators []MutatorStatus
 }
 
 // ParseVersion reads "1.34" or "1.34.2" and checks it is one MAP exists in.
@@ -120,6 +122,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		opts.KubernetesVersion, _ = ParseVersion(DefaultKubernetesVersion)
 	}
 	env := cel.NewEnv(opts.KubernetesVersion)
+	all := docs
 	docs, excluded, notes, problems := installContext(docs)
 	opts.ExcludedNamespaces = append(append([]string(nil), opts.ExcludedNamespaces...), excluded...)
 	fe := gatekeeper.Compile(docs)
@@ -187,122 +190,149 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			}
 		}
 	}
-	// Refuse the groups Gatekeeper's in-memory quirks or the API server's defaulting make
-	// irreproducible, and plan the rest again (refusing some can change the others' groups).
-	ops := map[*ir.Mutation]ir.Op{} // as lowered: plan.Forward changes some, afresh in each pass
+	// A mutation that cannot be lowered on its own for the target version (a list element needs
+	// 1.33's comprehensions, say) is refused here, by itself, so that the refusal names the
+	// version and not the groups it would have broken.
 	for _, m := range ms {
-		ops[m] = m.Op
-	}
-	var keep []*ir.Mutation
-	for {
-		keep = nil
-		for _, m := range ms {
-			if !refused[m] {
-				keep = append(keep, m)
-			}
+		if refused[m] {
+			continue
 		}
-		// Fused, mutators that change nothing in Gatekeeper's run get no mutation: they would
-		// only cost CEL and, interacting with the mutator that makes them moot, mutations.
-		out.Redundant, out.Forwarded = nil, nil
-		for _, m := range keep {
-			m.Op = ops[m]
+		if _, err := cel.JSONPatch(m, env.Features()); err != nil {
+			refused[m] = true
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})
+		}
+	}
+	baseNotes := len(out.Notes)
+	// Emission refuses the mutation whose expression fails (too costly, or rejected by the API
+	// server's compiler), and everything is planned again without it, so that every other
+	// mutator is still written (--skip-unsupported) and every refusal is found in one run.
+emission:
+	for {
+		out.Notes = out.Notes[:baseNotes]
+		out.Policies, out.PolicyOf, out.AlsoIn = nil, nil, nil
+		// Refuse the groups Gatekeeper's in-memory quirks or the API server's defaulting make
+		// irreproducible, and plan the rest again (refusing some can change the others' groups).
+		ops := map[*ir.Mutation]ir.Op{} // as lowered: plan.Forward changes some, afresh in each pass
+		for _, m := range ms {
+			ops[m] = m.Op
+		}
+		var keep []*ir.Mutation
+		for {
+			keep = nil
+			for _, m := range ms {
+				if !refused[m] {
+					keep = append(keep, m)
+				}
+			}
+			// Fused, mutators that change nothing in Gatekeeper's run get no mutation: they would
+			// only cost CEL and, interacting with the mutator that makes them moot, mutations.
+			out.Redundant, out.Forwarded = nil, nil
+			for _, m := range keep {
+				m.Op = ops[m]
+			}
+			if opts.Layout != LayoutPerMutator {
+				out.Forwarded = plan.Forward(keep)
+				out.Redundant = plan.Redundant(keep)
+				gone := map[*ir.Mutation]bool{}
+				for _, r := range out.Redundant {
+					gone[r.M] = true
+				}
+				keep = slices.DeleteFunc(keep, func(m *ir.Mutation) bool { return gone[m] })
+			}
+			// New elements get the values earlier mutators set in them in Gatekeeper's next pass
+			// (plan.Complete); footprints depend on them, so they are computed afresh.
+			plan.Complete(keep)
+			fz = plan.NewFuser()
+			out.Groups = fz.Plan(keep)
+			more := false
+			for _, g := range out.Groups {
+				for m, msg := range sc.quirks(g) {
+					if !refused[m] {
+						refused[m], more = true, true
+						out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec", Msg: msg})
+					}
+				}
+				_, problems := units(g)
+				for m, msg := range problems {
+					if !refused[m] {
+						refused[m], more = true, true
+						out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: msg})
+					}
+				}
+			}
+			if !more {
+				break
+			}
 		}
 		if opts.Layout != LayoutPerMutator {
-			out.Forwarded = plan.Forward(keep)
-			out.Redundant = plan.Redundant(keep)
-			gone := map[*ir.Mutation]bool{}
-			for _, r := range out.Redundant {
-				gone[r.M] = true
+			// Writes that change nothing where their list element is are emitted only where they
+			// create it (plan.CreateOnly: the plan stands). The mutators named in the reasons above
+			// keep their writes.
+			named := map[*ir.Mutation]bool{}
+			for _, r := range append(slices.Clone(out.Forwarded), out.Redundant...) {
+				named[r.By] = true
 			}
-			keep = slices.DeleteFunc(keep, func(m *ir.Mutation) bool { return gone[m] })
-		}
-		// New elements get the values earlier mutators set in them in Gatekeeper's next pass
-		// (plan.Complete); footprints depend on them, so they are computed afresh.
-		plan.Complete(keep)
-		fz = plan.NewFuser()
-		out.Groups = fz.Plan(keep)
-		more := false
-		for _, g := range out.Groups {
-			for m, msg := range sc.quirks(g) {
-				if !refused[m] {
-					refused[m], more = true, true
-					out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec", Msg: msg})
-				}
-			}
-			_, problems := units(g)
-			for m, msg := range problems {
-				if !refused[m] {
-					refused[m], more = true, true
-					out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: msg})
+			out.CreateOnly = plan.CreateOnly(keep, named)
+			for i, o := range out.CreateOnly {
+				if o.SharesCreation() {
+					fz.ShareCreation(o)
+					out.CreateOnly[i].Why += fmt.Sprintf("; both may be computed in one expression, %s appending the element only where this one's match does not hold", o.By.Source)
 				}
 			}
 		}
-		if !more {
-			break
+		for _, r := range out.Forwarded {
+			m := r.M
+			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed as an Assign of the value of %s: %s", m.Source.File, m.Source.Line, m.Source, r.By.Source, r.Why))
 		}
-	}
-	if opts.Layout != LayoutPerMutator {
-		// Writes that change nothing where their list element is are emitted only where they
-		// create it (plan.CreateOnly: the plan stands). The mutators named in the reasons above
-		// keep their writes.
-		named := map[*ir.Mutation]bool{}
-		for _, r := range append(slices.Clone(out.Forwarded), out.Redundant...) {
-			named[r.By] = true
+		for _, r := range out.CreateOnly {
+			m := r.M
+			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed only where it creates its list element: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
 		}
-		out.CreateOnly = plan.CreateOnly(keep, named)
-		for i, o := range out.CreateOnly {
-			if o.SharesCreation() {
-				fz.ShareCreation(o)
-				out.CreateOnly[i].Why += fmt.Sprintf("; both may be computed in one expression, %s appending the element only where this one's match does not hold", o.By.Source)
-			}
+		for _, r := range out.Redundant {
+			m := r.M
+			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no mutation emitted: it never changes an object in Gatekeeper's run: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
 		}
-	}
-	for _, r := range out.Forwarded {
-		m := r.M
-		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed as an Assign of the value of %s: %s", m.Source.File, m.Source.Line, m.Source, r.By.Source, r.Why))
-	}
-	for _, r := range out.CreateOnly {
-		m := r.M
-		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed only where it creates its list element: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
-	}
-	for _, r := range out.Redundant {
-		m := r.M
-		out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no mutation emitted: it never changes an object in Gatekeeper's run: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
-	}
-	fail := func(m *ir.Mutation, err error) {
-		out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})
-	}
-	if opts.Layout == LayoutPerMutator {
-		for _, g := range out.Groups {
-			var p *emit.Policy
-			var err error
-			if len(g.Mutations) == 1 {
-				p, err = compileOne(env, g.Mutations[0], opts)
-			} else {
-				p, err = compileGroup(env, g, opts)
-			}
-			out.PolicyOf = append(out.PolicyOf, p)
-			if err != nil {
-				fail(g.Mutations[0], err)
-				continue
-			}
-			if p == nil {
-				m := g.Mutations[0]
-				out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: it can never write anything (its path tests exclude every object)", m.Source.File, m.Source.Line, m.Source))
-				continue
-			}
-			out.Policies = append(out.Policies, p)
+		fail := func(e *mutationError) {
+			refused[e.m] = true
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: e.m.Source.File, Line: e.m.Source.Line, Object: e.m.Source.String(), Field: "spec.location", Msg: e.err.Error()})
 		}
-	} else {
-		policies, policyOf, alsoIn, err := compileFused(env, fz, out.Groups, out.CreateOnly, opts)
-		if err != nil {
-			fail(err.m, err.err)
+		if opts.Layout == LayoutPerMutator {
+			for _, g := range out.Groups {
+				var p *emit.Policy
+				var err *mutationError
+				if len(g.Mutations) == 1 {
+					var e error
+					if p, e = compileOne(env, g.Mutations[0], opts); e != nil {
+						err = &mutationError{m: g.Mutations[0], err: e}
+					}
+				} else {
+					p, err = compileGroup(env, g, opts)
+				}
+				out.PolicyOf = append(out.PolicyOf, p)
+				if err != nil {
+					fail(err)
+					continue emission
+				}
+				if p == nil {
+					m := g.Mutations[0]
+					out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: it can never write anything (its path tests exclude every object)", m.Source.File, m.Source.Line, m.Source))
+					continue
+				}
+				out.Policies = append(out.Policies, p)
+			}
 		} else {
+			policies, policyOf, alsoIn, err := compileFused(env, fz, out.Groups, out.CreateOnly, opts)
+			if err != nil {
+				fail(err)
+				continue emission
+			}
 			out.Policies, out.PolicyOf, out.AlsoIn = policies, policyOf, alsoIn
 		}
+		break
 	}
 	sort.SliceStable(out.Problems, func(i, j int) bool { return problemLess(out.Problems[i], out.Problems[j]) })
 	sort.SliceStable(out.Policies, func(i, j int) bool { return out.Policies[i].Policy.Name < out.Policies[j].Policy.Name })
+	out.Mutators = report(all, out)
 	return out
 }
 
@@ -383,7 +413,7 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 // compileGroup emits one policy for interacting mutations: their mutations in Gatekeeper's order,
 // repeated g.Rounds times, each guarded by its own complete match, since the policy's rules are
 // the union of the members'.
-func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, error) {
+func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, *mutationError) {
 	pr := printer{env}
 	var union ir.Match
 	var srcs []ir.Source
@@ -403,11 +433,11 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 		for _, m := range u {
 			guard, err := fullGuard(m)
 			if err != nil {
-				return nil, err
+				return nil, &mutationError{m: m, err: err}
 			}
 			ops, err := cel.JSONPatch(m, env.Features())
 			if err != nil {
-				return nil, fmt.Errorf("%s: %v", m.Source, err)
+				return nil, &mutationError{m: m, err: err}
 			}
 			if !cel.IsEmpty(ops) {
 				batch = append(batch, step{m: m, guard: guard})
@@ -419,11 +449,11 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 		}
 		e, err := fusedPatch(env, batch)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", batch[0].m.Source, err)
+			return nil, &mutationError{m: batch[0].m, err: err}
 		}
 		s, err := pr.jsonPatch(e)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", batch[0].m.Source, err)
+			return nil, &mutationError{m: batch[0].m, err: err}
 		}
 		exprs = append(exprs, s)
 	}
@@ -449,9 +479,13 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, erro
 	}
 	conds, err := installConditions(env, opts)
 	if err != nil {
-		return nil, err
+		return nil, &mutationError{m: g.Mutations[0], err: err}
 	}
-	return emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, conds, muts, opts.emitOptions())
+	p, err := emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, conds, muts, opts.emitOptions())
+	if err != nil {
+		return nil, &mutationError{m: g.Mutations[0], err: err}
+	}
+	return p, nil
 }
 
 // installConditionName names the match condition that skips the namespaces Gatekeeper's

@@ -27,6 +27,8 @@ type Skip struct {
 
 type jsonResult struct {
 	Case    string         `json:"case"`
+	File    string         `json:"file,omitempty"`
+	Line    int            `json:"line,omitempty"`
 	Pass    bool           `json:"pass"`
 	Orders  int            `json:"orders,omitempty"`
 	Order   []string       `json:"failingOrder,omitempty"`
@@ -66,7 +68,7 @@ func WriteJSON(w io.Writer, suites ...Suite) error {
 	for _, s := range suites {
 		js := jsonSuite{Name: s.Name, Results: []jsonResult{}, Skipped: s.Skipped}
 		for _, r := range sorted(s.Results) {
-			jr := jsonResult{Case: r.Case, Pass: r.Pass, Orders: r.Orders}
+			jr := jsonResult{Case: r.Case, File: r.File, Line: r.Line, Pass: r.Pass, Orders: r.Orders}
 			if r.Pass {
 				js.Passed++
 			} else {
@@ -187,4 +189,59 @@ func sorted(rs []Result) []Result {
 	out := append([]Result(nil), rs...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Case < out[j].Case })
 	return out
+}
+
+// WriteGitHub writes the failures as GitHub Actions workflow commands, which the runner turns
+// into annotations on the files and lines named, then the "N passed, M failed" line:
+//
+//	::error file=mutators/a.yaml,line=12,title=Pod/default/web::not mutated as Gatekeeper mutates it
+func WriteGitHub(w io.Writer, suites ...Suite) error {
+	passed, failed, skipped := 0, 0, 0
+	for _, s := range suites {
+		for _, r := range sorted(s.Results) {
+			if r.Pass {
+				passed++
+				continue
+			}
+			failed++
+			msg := r.Reason
+			if t := failureText(r); t != "" {
+				msg += "\n" + t
+			}
+			if _, err := fmt.Fprintf(w, "::error %s::%s\n", GitHubProperties(r.File, r.Line, r.Case), GitHubEscape(msg, false)); err != nil {
+				return err
+			}
+		}
+		skipped += len(s.Skipped)
+	}
+	summary := fmt.Sprintf("%d passed, %d failed", passed, failed)
+	if skipped > 0 {
+		summary += fmt.Sprintf(", %d skipped", skipped)
+	}
+	_, err := fmt.Fprintln(w, summary)
+	return err
+}
+
+// GitHubProperties are a workflow command's properties: the file, line and title.
+func GitHubProperties(file string, line int, title string) string {
+	var p []string
+	if file != "" {
+		p = append(p, "file="+GitHubEscape(file, true))
+		if line > 0 {
+			p = append(p, fmt.Sprintf("line=%d", line))
+		}
+	}
+	p = append(p, "title="+GitHubEscape(title, true))
+	return strings.Join(p, ",")
+}
+
+// GitHubEscape escapes a workflow command's message or property value as the Actions runner
+// unescapes it: %, CR and LF everywhere, and ':' and ',' in properties.
+func GitHubEscape(s string, property bool) string {
+	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	s = r.Replace(s)
+	if property {
+		s = strings.NewReplacer(":", "%3A", ",", "%2C").Replace(s)
+	}
+	return s
 }

@@ -69,6 +69,9 @@ type Result struct {
 	GotErr  string
 	Diff    string // unified diff, Gatekeeper (want) to MAPs (got)
 	Reason  string
+	// File and Line locate the case's input (an object, a refused mutator, a suite), when known.
+	File string
+	Line int
 }
 
 // Verifier holds both engines for one set of mutators and their compiled policies.

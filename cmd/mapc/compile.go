@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,18 +14,24 @@ import (
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/version"
+	"github.com/mapc-dev/mapc/verify"
 )
 
 type compileFlags struct {
 	files           []string
-	out             string
+	dir             string
 	check           bool
 	kubeVersion     string
-	output          string
+	output          formatFlag
 	failurePolicy   string
 	crds            []string
 	skipUnsupported bool
+	allowEmpty      bool
+	report          string
+	reportFormat    string
 	verbose         bool
+	quiet           bool
 	layout          string
 	reinvocation    string
 	install         installFlags
@@ -31,24 +40,41 @@ type compileFlags struct {
 func newCompileCmd() *cobra.Command {
 	f := &compileFlags{}
 	c := &cobra.Command{
-		Use:   "compile -f PATH [-f PATH]... [-o DIR | -o -]",
+		Use:   "compile [PATH]... [-f PATH]... [-o yaml|json] [--output-dir DIR [--check]]",
 		Short: "Compile mutators into MutatingAdmissionPolicies and bindings",
-		Example: `  mapc compile -f examples/gatekeeper -o -
-  mapc compile -f mutators/ -o deploy/policies
-  mapc compile -f mutators/ -o deploy/policies --check`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runCompile(cmd, f) },
+		Long: `compile reads Gatekeeper mutators from files, directories or standard input (PATH arguments
+and -f alike) and writes the MutatingAdmissionPolicies and bindings that mutate every object
+exactly as Gatekeeper's engine does: to standard output (-o yaml or json), or with --output-dir
+into a directory of one file per policy and a kustomization.yaml, replaced atomically.
+
+Exit status: 0 ok; 1 a mutator was refused or invalid, no mutator was found (see --allow-empty),
+a file could not be read, or --check found drift; 2 usage error. Every problem is listed on
+stderr as file:line: Kind/name: field: what is wrong, and nothing is written unless
+--skip-unsupported. A summary line on stderr ends every run.`,
+		Example: `  mapc compile examples/gatekeeper
+  mapc compile -f mutators/ --output-dir deploy/policies
+  mapc compile -f mutators/ --output-dir deploy/policies --check
+  kubectl get assign,assignmetadata,modifyset,assignimage -A -o yaml | mapc compile -f - -o json`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.files = inputPaths(f.files, args)
+			return runCompile(cmd, f)
+		},
 	}
 	fl := c.Flags()
-	fl.StringArrayVarP(&f.files, "filename", "f", nil, "file, directory (recursive: .yaml .yml .json) or - for stdin; repeatable")
-	fl.StringVarP(&f.out, "output-dir", "o", "-", "directory to write (one file per policy and a kustomization.yaml), or - for stdout")
-	fl.BoolVar(&f.check, "check", false, "write nothing; exit 1 with a diff if -o DIR differs from what would be generated")
+	fl.StringArrayVarP(&f.files, "filename", "f", nil, "file, directory (recursive: .yaml .yml .json) or - for stdin; repeatable (PATH arguments are read alike)")
+	addFormatFlag(fl, &f.output, "yaml", "yaml", "json")
+	fl.StringVar(&f.dir, "output-dir", "", "write one file per policy (with its binding) and a kustomization.yaml into this directory, replacing it atomically (only a directory mapc wrote)")
+	fl.BoolVar(&f.check, "check", false, "with --output-dir: write nothing; exit 1 with a diff if the directory differs from what would be generated")
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version: 1.36+ emits admissionregistration.k8s.io/v1, 1.34-1.35 v1beta1, 1.32-1.33 v1alpha1")
-	fl.StringVar(&f.output, "output", "yaml", "yaml or json")
 	fl.StringVar(&f.failurePolicy, "failure-policy", "Ignore", "Ignore (Gatekeeper's default: on error the object is admitted unmutated) or Fail")
 	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file or directory, so that policies name custom resources by their plural (otherwise they match all resources of the group/version and check the kind in CEL); repeatable")
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also say which documents were ignored and why")
+	fl.BoolVar(&f.allowEmpty, "allow-empty", false, "when the input holds no mutator, write an empty policy set instead of failing")
+	fl.StringVar(&f.report, "report", "", "also write a report of every mutator (compiled into which policy, left out and why, refused and why) and every problem to this file (- for standard output, with --output-dir); written whether or not the compile succeeds")
+	fl.StringVar(&f.reportFormat, "report-format", "json", "json, or github (workflow commands that annotate the mutators' files)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also list every note: documents ignored, mutators computed differently and why")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no notes, only problems and the summary")
 	f.install.add(fl)
 	fl.StringVar(&f.reinvocation, "reinvocation-policy", "Never", "Never (as Gatekeeper's webhook is installed) or IfNeeded (run again when later admission changed the object; safe, as every mutation is guarded as Gatekeeper guards it)")
 	fl.StringVar(&f.layout, "layout", string(compiler.LayoutFused), "fused (one policy per set of resources, independent mutations fused: fastest) or per-mutator (one policy per mutator or group of interacting mutators: for one-at-a-time rollouts)")
@@ -58,11 +84,16 @@ func newCompileCmd() *cobra.Command {
 func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	stderr := cmd.ErrOrStderr()
 	if len(f.files) == 0 {
-		return usageErr("compile needs at least one -f PATH")
+		return usageErr("compile needs at least one PATH (or -f PATH, - for standard input)")
 	}
-	format := emit.Format(f.output)
-	if format != emit.YAML && format != emit.JSON {
-		return usageErr("--output %q: use yaml or json", f.output)
+	if err := f.output.check("compile"); err != nil {
+		return err
+	}
+	format := emit.Format(f.output.value)
+	if f.dir != "" {
+		if err := checkOutputDir(f.dir); err != nil {
+			return err
+		}
 	}
 	if err := oneOf("--failure-policy", f.failurePolicy, "Ignore", "Fail"); err != nil {
 		return err
@@ -70,8 +101,17 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err := oneOf("--reinvocation-policy", f.reinvocation, "Never", "IfNeeded"); err != nil {
 		return err
 	}
-	if f.check && f.out == "-" {
-		return usageErr("--check compares with a directory: give -o DIR")
+	if f.check && f.dir == "" {
+		return usageErr("--check compares with a directory: give --output-dir DIR")
+	}
+	if err := oneOf("--report-format", f.reportFormat, "json", "github"); err != nil {
+		return err
+	}
+	if f.report == "-" && f.dir == "" {
+		return usageErr("--report -: standard output carries the policies; give --output-dir DIR, or --report FILE")
+	}
+	if f.quiet && f.verbose {
+		return usageErr("--quiet and --verbose contradict each other: give one")
 	}
 	kv, err := compiler.ParseVersion(f.kubeVersion)
 	if err != nil {
@@ -96,7 +136,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	}
 	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &exitError{code: 1, err: fmt.Errorf("%v\nnothing written", err)}
 	}
 	opts := compiler.Options{KubernetesVersion: kv, Layout: layout, CRDs: crds,
 		FailurePolicy: admissionregistrationv1.FailurePolicyType(f.failurePolicy),
@@ -105,13 +145,9 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 		return err
 	}
 	out := compiler.Compile(docs, opts)
-	if f.verbose {
+	if !f.quiet {
 		for _, n := range out.Notes {
-			fmt.Fprintln(stderr, "note: "+n)
-		}
-	} else {
-		for _, n := range out.Notes {
-			if shownNote(n) {
+			if f.verbose || shownNote(n) {
 				fmt.Fprintln(stderr, "note: "+n)
 			}
 		}
@@ -119,17 +155,29 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	for _, p := range out.Problems {
 		fmt.Fprintln(stderr, p.Error())
 	}
+	summary := compileSummary(docs, out)
+	if f.report != "" {
+		if err := writeReport(cmd, f, kv.String(), layout, summary, out); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+	}
+	if len(out.Mutators) == 0 && len(out.Problems) == 0 && !f.allowEmpty {
+		fmt.Fprintln(stderr, "mapc: "+summary)
+		return &exitError{code: 1, err: fmt.Errorf("no Gatekeeper mutator found in %s; nothing written (an empty input is most often a failed 'kubectl get' or a wrong path; --allow-empty writes an empty policy set)", strings.Join(f.files, ", "))}
+	}
 	failed := len(out.Problems) > 0
 	if failed && !f.skipUnsupported {
-		return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; nothing written (use --skip-unsupported to write the rest)", len(out.Problems))}
+		fmt.Fprintln(stderr, "mapc: "+summary)
+		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); nothing written (--skip-unsupported writes the policies that compile)", len(out.Problems))}
 	}
 	apiVersion := emit.APIVersion(kv)
-	if f.out == "-" {
+	ver := version.Get().Version
+	if f.dir == "" {
 		data, err := emit.Stream(out.Policies, apiVersion, format)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
-		if _, err := cmd.OutOrStdout().Write(data); err != nil {
+		if _, err := cmd.OutOrStdout().Write(emit.Stamp(data, ver)); err != nil {
 			return &exitError{code: 1, err: err}
 		}
 	} else {
@@ -137,23 +185,44 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
+		files = emit.StampFiles(files, ver)
 		if f.check {
-			d, err := emit.Diff(f.out, files)
+			d, err := emit.Diff(f.dir, files)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
 			if d != "" {
 				fmt.Fprint(cmd.OutOrStdout(), d)
-				return &exitError{code: 1, err: fmt.Errorf("%s is not what the mutators compile to (run without --check to update it)", f.out)}
+				fmt.Fprintln(stderr, "mapc: "+summary)
+				if only, was := emit.VersionDrift(f.dir, files); only {
+					return &exitError{code: 1, err: fmt.Errorf("%s differs only in the mapc version its headers name: it was generated by mapc %s, this is mapc %s; the policies are the same (run without --check to update the headers)", f.dir, strings.Join(was, ", "), ver)}
+				}
+				return &exitError{code: 1, err: fmt.Errorf("%s is not what the mutators compile to (run without --check to update it)", f.dir)}
 			}
-		} else if err := emit.WriteDir(f.out, files); err != nil {
+		} else if err := emit.WriteDir(f.dir, files); err != nil {
 			return &exitError{code: 1, err: err}
 		}
 	}
+	fmt.Fprintln(stderr, "mapc: "+summary)
 	if failed {
-		return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; the others were written", len(out.Problems))}
+		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); the policies that compile were written without the refused mutators", len(out.Problems))}
 	}
 	return nil
+}
+
+// compileSummary is the one line that ends every compile.
+func compileSummary(docs []*source.Document, out *compiler.Output) string {
+	s := fmt.Sprintf("%d document(s) read, %d mutator(s) found: %d compiled into %d policies", len(docs), len(out.Mutators), compiler.Count(out.Mutators, compiler.Compiled), len(out.Policies))
+	if n := compiler.Count(out.Mutators, compiler.LeftOut); n > 0 {
+		s += fmt.Sprintf(", %d left out (they never change an object; -v says why)", n)
+	}
+	if n := compiler.Count(out.Mutators, compiler.Refused); n > 0 {
+		s += fmt.Sprintf(", %d refused", n)
+	}
+	if len(out.Problems) > 0 {
+		s += fmt.Sprintf(", %d problem(s)", len(out.Problems))
+	}
+	return s
 }
 
 func parseLayout(s string) (compiler.Layout, error) {
@@ -178,4 +247,62 @@ func oneOf(flag, v string, allowed ...string) error {
 // mutation, so that nobody wonders where it went.
 func shownNote(n string) bool {
 	return strings.Contains(n, "no policy emitted") || strings.Contains(n, "no mutation emitted")
+}
+
+// compileReport is what --report writes: every mutator, every problem and the policies.
+type compileReport struct {
+	Mapc              string                   `json:"mapc"`
+	KubernetesVersion string                   `json:"kubernetesVersion"`
+	Layout            compiler.Layout          `json:"layout"`
+	Summary           string                   `json:"summary"`
+	Policies          []string                 `json:"policies"`
+	Mutators          []compiler.MutatorStatus `json:"mutators"`
+	Problems          []compiler.Diagnostic    `json:"problems"`
+}
+
+func writeReport(cmd *cobra.Command, f *compileFlags, kv string, layout compiler.Layout, summary string, out *compiler.Output) error {
+	rep := compileReport{Mapc: version.Get().Version, KubernetesVersion: kv, Layout: layout, Summary: summary,
+		Policies: []string{}, Mutators: out.Mutators, Problems: compiler.Diagnostics(out.Problems)}
+	if rep.Mutators == nil {
+		rep.Mutators = []compiler.MutatorStatus{}
+	}
+	for _, p := range out.Policies {
+		rep.Policies = append(rep.Policies, p.Policy.Name)
+	}
+	var b bytes.Buffer
+	if f.reportFormat == "github" {
+		for _, d := range rep.Problems {
+			fmt.Fprintf(&b, "::error %s::%s\n", githubLocation(d.File, d.Line, d.Object), githubMessage(d))
+		}
+		for _, m := range rep.Mutators {
+			if m.Status == compiler.LeftOut {
+				fmt.Fprintf(&b, "::notice %s::%s\n", githubLocation(m.File, m.Line, m.Mutator), verify.GitHubEscape("left out: "+strings.Join(m.Reasons, "; "), false))
+			}
+		}
+		fmt.Fprintf(&b, "%s\n", summary)
+	} else {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		b.Write(data)
+		b.WriteByte('\n')
+	}
+	if f.report == "-" {
+		_, err := cmd.OutOrStdout().Write(b.Bytes())
+		return err
+	}
+	return os.WriteFile(f.report, b.Bytes(), 0o644)
+}
+
+func githubLocation(file string, line int, title string) string {
+	return verify.GitHubProperties(file, line, title)
+}
+
+func githubMessage(d compiler.Diagnostic) string {
+	msg := d.Message
+	if d.Field != "" {
+		msg = d.Field + ": " + msg
+	}
+	return verify.GitHubEscape(msg, false)
 }

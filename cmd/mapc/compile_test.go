@@ -62,7 +62,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 func TestCompileExamplesToStdout(t *testing.T) {
-	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "-o", "-")
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -98,7 +98,7 @@ func TestCompileRefusalWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in/m.yaml", goodAssign+"---\n"+badAssign)
 	outDir := filepath.Join(dir, "out")
-	code, out, errs := runCLI(t, "", "compile", "-f", in, "-o", outDir)
+	code, out, errs := runCLI(t, "", "compile", "-f", in, "--output-dir", outDir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
@@ -113,7 +113,7 @@ func TestCompileRefusalWritesNothing(t *testing.T) {
 		t.Errorf("output directory was written")
 	}
 	// --skip-unsupported writes the rest and still fails.
-	code, _, errs = runCLI(t, "", "compile", "-f", in, "-o", outDir, "--skip-unsupported")
+	code, _, errs = runCLI(t, "", "compile", "-f", in, "--output-dir", outDir, "--skip-unsupported")
 	if code != 1 || !strings.Contains(errs, "Assign/broken") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -126,20 +126,20 @@ func TestCompileDirAndCheck(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in/m.yaml", goodAssign)
 	outDir := filepath.Join(dir, "policies")
-	if code, _, errs := runCLI(t, "", "compile", "-f", in, "-o", outDir); code != 0 {
+	if code, _, errs := runCLI(t, "", "compile", "-f", in, "--output-dir", outDir); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	k, err := os.ReadFile(filepath.Join(outDir, "kustomization.yaml"))
 	if err != nil || !strings.Contains(string(k), "- gatekeeper-pods.yaml") {
 		t.Fatalf("kustomization.yaml: %v\n%s", err, k)
 	}
-	if code, out, errs := runCLI(t, "", "compile", "-f", in, "-o", outDir, "--check"); code != 0 || out != "" {
+	if code, out, errs := runCLI(t, "", "compile", "-f", in, "--output-dir", outDir, "--check"); code != 0 || out != "" {
 		t.Fatalf("check of fresh output: exit %d\n%s%s", code, out, errs)
 	}
 	// Drift: change the mutator; --check reports a diff and exit 1, and writes nothing.
 	writeFile(t, dir, "in/m.yaml", strings.ReplaceAll(goodAssign, "Always", "IfNotPresent"))
 	before, _ := os.ReadFile(filepath.Join(outDir, "gatekeeper-pods.yaml"))
-	code, out, _ := runCLI(t, "", "compile", "-f", in, "-o", outDir, "--check")
+	code, out, _ := runCLI(t, "", "compile", "-f", in, "--output-dir", outDir, "--check")
 	if code != 1 || !strings.Contains(out, `-        value: "Always"`) && !strings.Contains(out, "-") {
 		t.Fatalf("check after drift: exit %d\n%s", code, out)
 	}
@@ -153,7 +153,7 @@ func TestCompileDirAndCheck(t *testing.T) {
 	// An extra file in the output directory is drift too.
 	writeFile(t, dir, "in/m.yaml", goodAssign)
 	writeFile(t, outDir, "stray.yaml", "x: 1\n")
-	if code, out, _ := runCLI(t, "", "compile", "-f", in, "-o", outDir, "--check"); code != 1 || !strings.Contains(out, "stray.yaml") {
+	if code, out, _ := runCLI(t, "", "compile", "-f", in, "--output-dir", outDir, "--check"); code != 1 || !strings.Contains(out, "stray.yaml") {
 		t.Errorf("stray file not reported: exit %d\n%s", code, out)
 	}
 }
@@ -163,7 +163,7 @@ func TestCompileRefusesForeignDirectory(t *testing.T) {
 	in := writeFile(t, dir, "in/m.yaml", goodAssign)
 	foreign := filepath.Join(dir, "mine")
 	writeFile(t, foreign, "notes.txt", "keep me")
-	code, _, errs := runCLI(t, "", "compile", "-f", in, "-o", foreign)
+	code, _, errs := runCLI(t, "", "compile", "-f", in, "--output-dir", foreign)
 	if code != 1 || !strings.Contains(errs, "was not written by mapc") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -31,7 +31,7 @@ type evalFlags struct {
 	operation   string
 	oldObjects  []string
 	user        string
-	output      string
+	output      formatFlag
 	kubeVersion string
 }
 
@@ -53,10 +53,10 @@ status 1; the other objects are still printed.
 
 Namespace objects among -f and --namespaces give namespaceSelector its labels (a namespace not
 given exists with only its kubernetes.io/metadata.name label); those among -f are admitted too.`,
-		Example: `  mapc compile -f examples/gatekeeper -o - > policies.yaml
+		Example: `  mapc compile examples/gatekeeper > policies.yaml
   mapc eval --policies policies.yaml -f examples/objects/pod-default-nginx-basic.yaml
   mapc eval --policies deploy/policies -f pod.yaml --namespaces namespaces.yaml --user alice
-  mapc eval --policies policies.yaml -f new.yaml --old-object old.yaml --operation UPDATE --output json`,
+  mapc eval --policies policies.yaml -f new.yaml --old-object old.yaml --operation UPDATE -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, f) },
 	}
@@ -68,7 +68,7 @@ given exists with only its kubernetes.io/metadata.name label); those among -f ar
 	fl.StringVar(&f.operation, "operation", "", "CREATE or UPDATE (default CREATE, or UPDATE with --old-object)")
 	fl.StringArrayVar(&f.oldObjects, "old-object", nil, "the objects before the UPDATE, matched to -f objects by kind, namespace and name; repeatable (without it an UPDATE's old object is the object itself)")
 	fl.StringVar(&f.user, "user", "mapc", "user name of the request (request.userInfo.username)")
-	fl.StringVar(&f.output, "output", "yaml", "yaml or json")
+	addFormatFlag(fl, &f.output, "yaml", "yaml", "json")
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "Kubernetes version whose create-time checks and CEL environment apply")
 	return c
 }
@@ -82,8 +82,8 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 	if len(f.files) == 0 {
 		return usageErr("eval needs at least one -f PATH of objects to admit")
 	}
-	if f.output != "yaml" && f.output != "json" {
-		return usageErr("--output %q: use yaml or json", f.output)
+	if err := f.output.check("eval"); err != nil {
+		return err
 	}
 	op, err := parseOperation(f.operation, len(f.oldObjects) > 0)
 	if err != nil {
@@ -166,7 +166,7 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		}
 		admitted = append(admitted, got)
 	}
-	if err := printObjects(cmd.OutOrStdout(), admitted, f.output); err != nil {
+	if err := printObjects(cmd.OutOrStdout(), admitted, f.output.value); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	if denied > 0 {

@@ -156,7 +156,7 @@ data:
 func TestEval(t *testing.T) {
 	dir := t.TempDir()
 	// The bundled examples, compiled by mapc.
-	code, compiled, stderr := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "-o", "-")
+	code, compiled, stderr := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper")
 	if code != 0 {
 		t.Fatalf("compile: exit %d\n%s", code, stderr)
 	}
@@ -320,7 +320,7 @@ func TestEvalJSON(t *testing.T) {
 func TestEvalAcceptsCompiledPolicies(t *testing.T) {
 	// (1.32 accepts no list steps in new expressions, and the examples have them.)
 	for _, kv := range []string{"1.33", "1.34", "1.37"} {
-		code, compiled, stderr := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "-o", "-", "--kubernetes-version", kv)
+		code, compiled, stderr := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--kubernetes-version", kv)
 		if code != 0 {
 			t.Fatalf("compile %s: %s", kv, stderr)
 		}

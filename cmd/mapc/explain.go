@@ -25,7 +25,8 @@ import (
 
 func newExplainCmd() *cobra.Command {
 	var files []string
-	var kubeVersion, output, layoutFlag string
+	var kubeVersion, layoutFlag string
+	var output formatFlag
 	var install installFlags
 	c := &cobra.Command{
 		Use:   "explain -f PATH [-f PATH]...",
@@ -36,10 +37,11 @@ Config or a policy; Namespaces are also looked up by namespace selectors) are ad
 the API server's MutatingAdmissionPolicy code in process, and explain reports, for each policy's
 match conditions and each mutation, the largest CEL runtime cost an object took against the API
 server's limits (1,000,000 per expression, 2,500,000 for a policy's match conditions).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files = inputPaths(files, args)
 			if len(files) == 0 {
-				return usageErr("explain needs at least one -f PATH")
+				return usageErr("explain needs at least one PATH (or -f PATH)")
 			}
 			kv, err := compiler.ParseVersion(kubeVersion)
 			if err != nil {
@@ -49,8 +51,8 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 			if err != nil {
 				return err
 			}
-			if output != "text" && output != "json" {
-				return usageErr("--output %q: use text or json", output)
+			if err := output.check("explain"); err != nil {
+				return err
 			}
 			docs, err := source.ReadPaths(files, cmd.InOrStdin())
 			if err != nil {
@@ -81,7 +83,7 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 					return err
 				}
 			}
-			switch output {
+			switch output.value {
 			case "json":
 				err = explainJSON(cmd.OutOrStdout(), out, costs)
 			case "text":
@@ -98,7 +100,7 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 	}
 	c.Flags().StringArrayVarP(&files, "filename", "f", nil, "file, directory or - for stdin; repeatable: mutators, a Gatekeeper Config, and objects to measure the policies' CEL cost on")
 	c.Flags().StringVar(&kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version")
-	c.Flags().StringVar(&output, "output", "text", "text or json")
+	addFormatFlag(c.Flags(), &output, "text", "text", "json")
 	install.add(c.Flags())
 	c.Flags().StringVar(&layoutFlag, "layout", string(compiler.LayoutFused), "fused or per-mutator")
 	return c
@@ -323,6 +325,8 @@ func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error
 	if costs != nil {
 		doc["celCost"] = costs
 	}
+	doc["mutators"] = out.Mutators
+	doc["problems"] = compiler.Diagnostics(out.Problems)
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err

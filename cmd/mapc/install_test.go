@@ -54,7 +54,7 @@ func TestInstallContext(t *testing.T) {
 	objs := writeFile(t, dir, "objects.yaml", installObjects)
 
 	for _, layout := range []string{"fused", "per-mutator"} {
-		code, out, errs := runCLI(t, "", "compile", "-f", muts, "-f", cfg, "--exclude-namespaces", "team-x", "--layout", layout, "-o", "-")
+		code, out, errs := runCLI(t, "", "compile", "-f", muts, "-f", cfg, "--exclude-namespaces", "team-x", "--layout", layout)
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", layout, code, errs)
 		}
@@ -78,7 +78,7 @@ func TestInstallContext(t *testing.T) {
 	}
 
 	// Policies compiled without the Config mutate in legacy-a, where Gatekeeper does not.
-	_, plain, _ := runCLI(t, "", "compile", "-f", muts, "-o", "-")
+	_, plain, _ := runCLI(t, "", "compile", "-f", muts)
 	pols := writeFile(t, dir, "plain.yaml", plain)
 	code, out, _ = runCLI(t, "", "verify", "-f", muts, "-f", cfg, "-f", objs, "--policies", pols)
 	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "legacy-a") {
@@ -86,7 +86,7 @@ func TestInstallContext(t *testing.T) {
 	}
 
 	// --mutate-ignored-namespaces: both sides mutate in quiet too.
-	code, out, errs = runCLI(t, "", "compile", "-f", muts, "--mutate-ignored-namespaces", "-o", "-")
+	code, out, errs = runCLI(t, "", "compile", "-f", muts, "--mutate-ignored-namespaces")
 	if code != 0 || strings.Contains(out, "admission.gatekeeper.sh/ignore") {
 		t.Errorf("--mutate-ignored-namespaces: exit %d, output still excludes the label:\n%s%s", code, out, errs)
 	}
@@ -123,7 +123,7 @@ func TestExplainShowsCouplingsAndInstallation(t *testing.T) {
 // later policy changed the object, and still give Gatekeeper's result (they are idempotent).
 func TestReinvocationIfNeeded(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--layout", "per-mutator", "--reinvocation-policy", "IfNeeded", "-o", "-")
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--layout", "per-mutator", "--reinvocation-policy", "IfNeeded")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -304,14 +304,14 @@ func TestExplainRedundant(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("redundant:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	code, out, errs := runCLI(t, "", "compile", "-f", mutators, "-o", "-")
+	code, out, errs := runCLI(t, "", "compile", "-f", mutators)
 	if code != 0 || !strings.Contains(errs, "AssignMetadata/owner-web: no mutation emitted: it never changes an object in Gatekeeper's run") {
 		t.Errorf("compile: exit %d, stderr:\n%s", code, errs)
 	}
 	if strings.Contains(out, "name=owner-web") {
 		t.Errorf("the fused policies should not name owner-web")
 	}
-	code, out, errs = runCLI(t, "", "compile", "--layout", "per-mutator", "-f", mutators, "-o", "-")
+	code, out, errs = runCLI(t, "", "compile", "--layout", "per-mutator", "-f", mutators)
 	if code != 0 || strings.Contains(errs, "no mutation emitted") || !strings.Contains(out, "name=owner-web") {
 		t.Errorf("per-mutator: exit %d, owner-web kept: %v, stderr:\n%s", code, strings.Contains(out, "name=owner-web"), errs)
 	}
@@ -338,7 +338,7 @@ func TestExplainCreatedOnly(t *testing.T) {
 			t.Errorf("%s: want a reason with %q, got %q", m, why, got[m])
 		}
 	}
-	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "-o", "-")
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

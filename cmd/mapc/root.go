@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mapc-dev/mapc/internal/version"
 )
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -20,8 +22,10 @@ object exactly as Gatekeeper's engine does, or refuses, saying why.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see 'mapc %s --help')", err, c.Name())
+		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newCompileCmd(), newExplainCmd(), newEvalCmd(), newVerifyCmd(), newTestCmd())
+	root.Version = version.Get().String()
+	root.SetVersionTemplate("mapc {{.Version}}\n")
+	root.AddCommand(newCompileCmd(), newExplainCmd(), newEvalCmd(), newVerifyCmd(), newTestCmd(), newVersionCmd())
 	return root
 }

@@ -12,9 +12,9 @@ import (
 )
 
 func newTestCmd() *cobra.Command {
-	var output string
+	var output formatFlag
 	c := &cobra.Command{
-		Use:   "test SUITE... [--output text|json|junit]",
+		Use:   "test SUITE... [-o text|json|junit|github]",
 		Short: "Run test suites: admit objects through the policies and compare with the expected objects",
 		Long: `test runs suite files: each lists sources (Gatekeeper mutators, which are compiled, or ready
 MutatingAdmissionPolicy files), namespaces and cases (an object, the operation, and the expected
@@ -28,17 +28,15 @@ docs/suites.md): mapc's own (apiVersion: mapc.dev/v1alpha1, kind: Test), kaptest
 (mapTestSuites, expectObject) and kyverno-test.yaml (results with patchedResources), as far as
 they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP.`,
 		Example: `  mapc test testdata/suites
-  mapc test policies.test.yaml --output junit > report.xml`,
+  mapc test policies.test.yaml -o junit > report.xml`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			quiet.Klog()
 			if len(args) == 0 {
 				return usageErr("test needs at least one SUITE file or directory")
 			}
-			switch output {
-			case "text", "json", "junit":
-			default:
-				return usageErr("--output %q: use text, json or junit", output)
+			if err := output.check("test"); err != nil {
+				return err
 			}
 			paths, err := suite.Find(args)
 			if err != nil {
@@ -52,14 +50,14 @@ they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKI
 				s, err := suite.Load(p)
 				if err != nil {
 					failed++
-					if output == "text" {
+					if output.value == "text" {
 						fmt.Fprintf(w, "=== %s\nFAIL %s: the suite cannot be read:\n  %v\n", p, p, err)
 					}
 					reports = append(reports, verify.Suite{Name: p, Results: []verify.Result{{Case: "read", Reason: "the suite cannot be read: " + err.Error()}}})
 					continue
 				}
 				o := suite.Run(ctx, s)
-				if output == "text" {
+				if output.value == "text" {
 					suite.WriteText(w, o)
 				}
 				passed += o.Passed()
@@ -67,11 +65,9 @@ they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKI
 				skipped += len(s.Skipped)
 				reports = append(reports, o.Report())
 			}
-			switch output {
-			case "json":
-				err = verify.WriteJSON(w, reports...)
-			case "junit":
-				err = verify.WriteJUnit(w, "mapc test", reports...)
+			switch output.value {
+			case "json", "junit", "github":
+				err = writeSuites(w, output.value, "mapc test", reports...)
 			default:
 				summary := fmt.Sprintf("%d passed, %d failed", passed, failed)
 				if skipped > 0 {
@@ -88,6 +84,6 @@ they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKI
 			return nil
 		},
 	}
-	c.Flags().StringVar(&output, "output", "text", "text, json or junit")
+	addFormatFlag(c.Flags(), &output, "text", "text", "json", "junit", "github")
 	return c
 }

@@ -22,7 +22,7 @@ type verifyFlags struct {
 	namespaces  []string
 	policies    []string
 	idempotence bool
-	output      string
+	output      formatFlag
 	kubeVersion string
 	seed        int64
 	install     installFlags
@@ -46,10 +46,13 @@ Namespace objects are admitted too and give namespaceSelector its labels. Polici
 are ignored: to verify hand-written (or edited) policies against the mutators instead of
 compiling them, give them with --policies.`,
 		Example: `  mapc verify -f examples/gatekeeper -f examples/objects
-  mapc verify -f mutators/ -f testdata/objects --idempotence --output junit > verify.xml
+  mapc verify -f mutators/ -f testdata/objects --idempotence -o junit > verify.xml
   mapc verify -f mutators/ -f objects/ --policies deploy/policies`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runVerify(cmd, f) },
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.files = inputPaths(f.files, args)
+			return runVerify(cmd, f)
+		},
 	}
 	fl := c.Flags()
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "mutators and objects: file, directory or - for stdin; repeatable")
@@ -57,7 +60,7 @@ compiling them, give them with --policies.`,
 	f.install.add(fl)
 	fl.StringArrayVar(&f.policies, "policies", nil, "verify these MutatingAdmissionPolicies and bindings instead of compiling the mutators; repeatable")
 	fl.BoolVar(&f.idempotence, "idempotence", false, "also admit each result again and fail objects that change again")
-	fl.StringVar(&f.output, "output", "text", "text, json or junit")
+	addFormatFlag(fl, &f.output, "text", "text", "json", "junit", "github")
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version (compilation, and checks of --policies)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled policy orders tried when there are more than 24 orders")
 	return c
@@ -69,10 +72,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if len(f.files) == 0 {
 		return usageErr("verify needs -f PATH of mutators and objects")
 	}
-	switch f.output {
-	case "text", "json", "junit":
-	default:
-		return usageErr("--output %q: use text, json or junit", f.output)
+	if err := f.output.check("verify"); err != nil {
+		return err
 	}
 	kv, err := compiler.ParseVersion(f.kubeVersion)
 	if err != nil {
@@ -141,7 +142,14 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			for _, p := range out.Problems {
 				fmt.Fprintln(stderr, p.Error())
 			}
-			return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused; nothing verified", len(out.Problems))}
+			// Reports CI tools read show the refusals as failing cases.
+			if f.output.value != "text" {
+				rep := verify.Suite{Name: "mapc verify", Results: refusalResults(out.Problems)}
+				if err := writeSuites(cmd.OutOrStdout(), f.output.value, "mapc verify", rep); err != nil {
+					return &exitError{code: 1, err: err}
+				}
+			}
+			return &exitError{code: 1, err: fmt.Errorf("%d problem(s) with the mutators; no object verified", len(out.Problems))}
 		}
 		for _, p := range out.Policies {
 			sets = append(sets, suite.PolicySet(p))
@@ -177,15 +185,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	}
 	w := cmd.OutOrStdout()
 	rep := verify.Suite{Name: "mapc verify", Results: rs}
-	switch f.output {
-	case "json":
-		err = verify.WriteJSON(w, rep)
-	case "junit":
-		err = verify.WriteJUnit(w, "mapc verify", rep)
-	default:
-		_, err = fmt.Fprint(w, verify.Report(rs))
-	}
-	if err != nil {
+	if err := writeSuites(w, f.output.value, "mapc verify", rep); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	if failed > 0 {
@@ -225,4 +225,21 @@ func inRequestNamespace(ctx context.Context, docs []*source.Document) ([]*unstru
 		out[i].SetNamespace(got.GetNamespace())
 	}
 	return out, nil
+}
+
+// refusalResults are the compile problems as failing results, one per problem.
+func refusalResults(problems []error) []verify.Result {
+	var rs []verify.Result
+	for _, d := range compiler.Diagnostics(problems) {
+		name := "compile"
+		if d.Object != "" {
+			name = "compile " + d.Object
+		}
+		reason := d.Message
+		if d.Field != "" {
+			reason = d.Field + ": " + reason
+		}
+		rs = append(rs, verify.Result{Case: name, Reason: reason, File: d.File, Line: d.Line})
+	}
+	return rs
 }

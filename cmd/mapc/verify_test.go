@@ -97,7 +97,7 @@ func TestVerify(t *testing.T) {
 			name:     "a refused mutator is listed and nothing is verified",
 			args:     []string{"-f", refused, "-f", mutator, "-f", pod},
 			code:     1,
-			stderr:   []string{"refused.yaml:", "Assign/broken", "1 mutator(s) refused; nothing verified"},
+			stderr:   []string{"refused.yaml:", "Assign/broken", "1 problem(s) with the mutators; no object verified"},
 			noStdout: []string{"PASS", "FAIL"},
 		},
 		{

@@ -231,7 +231,7 @@ func TestProcessReportsCarryRefusals(t *testing.T) {
 	}
 	var rep struct {
 		Mutators []struct {
-			Mutator, Status string
+			Mutator, Status   string
 			Policies, Reasons []string
 			Line              int
 		}

@@ -160,10 +160,30 @@ func Stream(ps []*Policy, apiVersion string, f Format) ([]byte, error) {
 	return encode(all, f)
 }
 
-// Files renders one file per policy (with its binding) and a kustomization.yaml listing them.
+// KustomizeConfig is the file, beside kustomization.yaml, that teaches kustomize the one name
+// reference among the emitted objects it does not know by itself: a binding's spec.policyName
+// names its MutatingAdmissionPolicy. With it, an overlay's namePrefix or nameSuffix renames each
+// binding's policyName together with the policy (as kustomize already does for
+// ValidatingAdmissionPolicy); without it the bindings would name policies that do not exist.
+const KustomizeConfig = "kustomizeconfig.yaml"
+
+// kustomizeConfig is KustomizeConfig's content, after the header: a transformer configuration
+// in the format of kustomize's own built-in nameReference entries.
+const kustomizeConfig = `nameReference:
+- kind: MutatingAdmissionPolicy
+  group: admissionregistration.k8s.io
+  fieldSpecs:
+  - kind: MutatingAdmissionPolicyBinding
+    group: admissionregistration.k8s.io
+    path: spec/policyName
+`
+
+// Files renders one file per policy (with its binding), a kustomization.yaml listing them (an
+// empty list when there are none, which kustomize builds as nothing) and KustomizeConfig, which
+// the kustomization names under configurations.
 func Files(ps []*Policy, apiVersion string, f Format) ([]File, error) {
 	var files []File
-	var names []string
+	names := []string{}
 	for _, p := range ps {
 		objs, err := objects(p, apiVersion)
 		if err != nil {
@@ -179,14 +199,17 @@ func Files(ps []*Policy, apiVersion string, f Format) ([]File, error) {
 	}
 	sort.Strings(names)
 	k, err := yaml.Marshal(map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  names,
+		"apiVersion":     "kustomize.config.k8s.io/v1beta1",
+		"kind":           "Kustomization",
+		"configurations": []string{KustomizeConfig},
+		"resources":      names,
 	})
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, File{Name: "kustomization.yaml", Content: append([]byte(Header), k...)})
+	files = append(files,
+		File{Name: "kustomization.yaml", Content: append([]byte(Header), k...)},
+		File{Name: KustomizeConfig, Content: []byte(Header + kustomizeConfig)})
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, nil
 }

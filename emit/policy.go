@@ -1,6 +1,8 @@
 // Package emit turns compiled mutations into MutatingAdmissionPolicy and
 // MutatingAdmissionPolicyBinding objects (k8s.io/api types) for the target API version, and writes
-// them: one YAML or JSON stream, or a directory with a kustomization.yaml, atomically.
+// them: one YAML or JSON stream, or a directory with a kustomization.yaml (and the kustomize
+// configuration that keeps each binding naming its policy under namePrefix and nameSuffix),
+// atomically.
 //
 // It builds no CEL itself: expressions come from package cel as printed, checked text.
 package emit

@@ -3,6 +3,7 @@ package emit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	admissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
 	admissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
 )
@@ -141,12 +143,16 @@ func objects(p *Policy, apiVersion string) ([]map[string]any, error) {
 	return []map[string]any{a, b}, nil
 }
 
-// Stream renders all policies and bindings as one stream (YAML documents, or a JSON List).
+// Stream renders all policies and bindings as one stream (YAML documents, or a JSON List). It
+// fails when an object exceeds MaxObjectBytes.
 func Stream(ps []*Policy, apiVersion string, f Format) ([]byte, error) {
 	var all []map[string]any
 	for _, p := range ps {
 		objs, err := objects(p, apiVersion)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkSizes(objs, nil); err != nil {
 			return nil, err
 		}
 		all = append(all, objs...)
@@ -180,13 +186,16 @@ const kustomizeConfig = `nameReference:
 
 // Files renders one file per policy (with its binding), a kustomization.yaml listing them (an
 // empty list when there are none, which kustomize builds as nothing) and KustomizeConfig, which
-// the kustomization names under configurations.
+// the kustomization names under configurations. It fails when an object exceeds MaxObjectBytes.
 func Files(ps []*Policy, apiVersion string, f Format) ([]File, error) {
 	var files []File
 	names := []string{}
 	for _, p := range ps {
 		objs, err := objects(p, apiVersion)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkSizes(objs, nil); err != nil {
 			return nil, err
 		}
 		data, err := encode(objs, f)
@@ -212,6 +221,89 @@ func Files(ps []*Policy, apiVersion string, f Format) ([]File, error) {
 		File{Name: KustomizeConfig, Content: []byte(Header + kustomizeConfig)})
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, nil
+}
+
+// Object size limits. The API server stores each object in etcd, whose default request limit
+// (--max-request-bytes) is 1.5 MiB, and accepts request bodies up to 3 MiB; an object is
+// measured as its compact JSON encoding, which is what kubectl and GitOps tools send (etcd holds
+// built-in objects as protobuf, which is smaller).
+const (
+	// MaxObjectBytes is the largest object mapc writes: etcd's default request limit.
+	MaxObjectBytes = 1572864
+	// WarnObjectBytes is the size above which an object is reported (CheckSizes): client-side
+	// kubectl apply (and tools that apply as it does) copies the whole object into its
+	// last-applied-configuration annotation, and the API server limits an object's annotations
+	// to 256 KiB in all, so such an object needs server-side apply.
+	WarnObjectBytes = apivalidation.TotalAnnotationSizeLimitB
+)
+
+// size is the encoded size of one emitted object.
+type size struct {
+	Kind, Name string
+	Bytes      int
+}
+
+// CheckSizes measures every policy and binding in apiVersion's compact JSON encoding. It returns
+// a warning for each object above WarnObjectBytes, and an error naming every object above
+// MaxObjectBytes (which Stream and Files refuse to write).
+func CheckSizes(ps []*Policy, apiVersion string) (warnings []string, err error) {
+	var errs []error
+	for _, p := range ps {
+		objs, err := objects(p, apiVersion)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkSizes(objs, &warnings); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return warnings, errors.Join(errs...)
+}
+
+// checkSizes measures objs: an error for each above MaxObjectBytes, and, when warnings is not
+// nil, a warning appended for each above WarnObjectBytes.
+func checkSizes(objs []map[string]any, warnings *[]string) error {
+	var errs []error
+	for _, o := range objs {
+		s, err := measure(o)
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.Bytes > MaxObjectBytes:
+			errs = append(errs, fmt.Errorf("%s/%s: the object is %s in JSON, above the %s etcd accepts per object by default, so the API server would refuse it: compile with --layout per-mutator (one policy per mutator or group of interacting mutators), or compile the mutators in several parts with a distinct --name-prefix each",
+				s.Kind, s.Name, byteSize(s.Bytes), byteSize(MaxObjectBytes)))
+		case s.Bytes > WarnObjectBytes && warnings != nil:
+			*warnings = append(*warnings, fmt.Sprintf("%s/%s: the object is %s in JSON: apply it server-side (kubectl apply --server-side, or your GitOps tool's server-side apply), because client-side apply copies the whole object into an annotation and the API server limits an object's annotations to %s",
+				s.Kind, s.Name, byteSize(s.Bytes), byteSize(WarnObjectBytes)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// measure is the size of o's compact JSON encoding.
+func measure(o map[string]any) (size, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return size{}, err
+	}
+	s := size{Bytes: len(data)}
+	s.Kind, _ = o["kind"].(string)
+	if md, ok := o["metadata"].(map[string]any); ok {
+		s.Name, _ = md["name"].(string)
+	}
+	return s, nil
+}
+
+// byteSize prints n in bytes and, from a KiB on, in KiB or MiB.
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%d bytes (%.2f MiB)", n, float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d bytes (%.0f KiB)", n, float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // WriteDir replaces dir with exactly files, atomically: the files are written to a new directory

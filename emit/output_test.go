@@ -1,16 +1,20 @@
 package emit_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 )
@@ -249,5 +253,88 @@ func TestWriteDirAndDiff(t *testing.T) {
 	}
 	if err := emit.WriteDir(other, files); err == nil || !strings.Contains(err.Error(), "not written by mapc") {
 		t.Errorf("replacing a directory mapc did not write: %v", err)
+	}
+}
+
+// hugePolicy is a policy whose one mutation expression has n characters.
+func hugePolicy(t *testing.T, name string, n int) *emit.Policy {
+	t.Helper()
+	expr := "[" + strings.Repeat(" ", n-2) + "]"
+	p, err := emit.NewPolicy(name, []ir.Source{{APIVersion: "mutations.gatekeeper.sh/v1", Kind: "Assign", Name: name}}, ir.Match{}, nil,
+		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: expr}}, emit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestObjectSizes(t *testing.T) {
+	const v1 = "admissionregistration.k8s.io/v1"
+	for _, tc := range []struct {
+		name     string
+		n        int
+		warnings int
+		err      bool
+	}{
+		{"small", 1000, 0, false},
+		{"just below the warning", emit.WarnObjectBytes - 2000, 0, false},
+		{"just above the warning", emit.WarnObjectBytes + 1, 1, false},
+		{"just below the limit", emit.MaxObjectBytes - 2000, 1, false},
+		{"just above the limit", emit.MaxObjectBytes + 1, 0, true},
+		{"far above the limit", 2 * emit.MaxObjectBytes, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := hugePolicy(t, "gatekeeper-huge", tc.n)
+			small := hugePolicy(t, "gatekeeper-small", 100)
+			ps := []*emit.Policy{small, p}
+			warnings, err := emit.CheckSizes(ps, v1)
+			if len(warnings) != tc.warnings {
+				t.Errorf("warnings %q, want %d", warnings, tc.warnings)
+			}
+			for _, w := range warnings {
+				if !strings.HasPrefix(w, "MutatingAdmissionPolicy/gatekeeper-huge: ") || !strings.Contains(w, "--server-side") {
+					t.Errorf("warning does not name the policy and what to do: %s", w)
+				}
+			}
+			_, filesErr := emit.Files(ps, v1, emit.YAML)
+			_, streamErr := emit.Stream(ps, v1, emit.JSON)
+			for what, err := range map[string]error{"CheckSizes": err, "Files": filesErr, "Stream": streamErr} {
+				if (err != nil) != tc.err {
+					t.Errorf("%s: error %v, want one: %v", what, err, tc.err)
+					continue
+				}
+				if err == nil {
+					continue
+				}
+				for _, want := range []string{"MutatingAdmissionPolicy/gatekeeper-huge: ", fmt.Sprint(emit.MaxObjectBytes, " bytes"), "--layout per-mutator"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%s: error lacks %q: %v", what, want, err)
+					}
+				}
+				if strings.Contains(err.Error(), "gatekeeper-small") {
+					t.Errorf("%s: error names the small policy: %v", what, err)
+				}
+			}
+		})
+	}
+}
+
+// TestObjectSizeIsJSON: the size reported is the length of the object's compact JSON in the
+// target API version.
+func TestObjectSizeIsJSON(t *testing.T) {
+	p := hugePolicy(t, "gatekeeper-huge", emit.MaxObjectBytes)
+	for _, v := range []string{"admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1alpha1"} {
+		obj, err := emit.Versioned(p.Policy, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = emit.CheckSizes([]*emit.Policy{p}, v)
+		if want := fmt.Sprintf("the object is %d bytes", len(data)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", v, err, want)
+		}
 	}
 }

@@ -2,7 +2,8 @@
 // MutatingAdmissionPolicyBinding objects (k8s.io/api types) for the target API version, and writes
 // them: one YAML or JSON stream, or a directory with a kustomization.yaml (and the kustomize
 // configuration that keeps each binding naming its policy under namePrefix and nameSuffix),
-// atomically.
+// atomically. It refuses objects larger than the API server stores (MaxObjectBytes) and reports
+// those that client-side apply cannot apply (CheckSizes).
 //
 // It builds no CEL itself: expressions come from package cel as printed, checked text.
 package emit

@@ -46,6 +46,9 @@ type Options struct {
 	// admission.gatekeeper.sh/ignore, which Gatekeeper's webhook (as its Helm chart and manifest
 	// install it) is never called for.
 	MutateIgnoredNamespaces bool
+	// NamePrefix starts every policy's and binding's name (emit.CheckNamePrefix), so that
+	// compilations for different teams can share a cluster.
+	NamePrefix string
 }
 
 // IgnoreLabel marks namespaces Gatekeeper's installed webhook never sees (its namespaceSelector
@@ -53,7 +56,7 @@ type Options struct {
 const IgnoreLabel = "admission.gatekeeper.sh/ignore"
 
 func (o Options) emitOptions() emit.Options {
-	eo := emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs), Reinvocation: o.Reinvocation}
+	eo := emit.Options{FailurePolicy: o.FailurePolicy, Resources: emit.NewResources(o.CRDs), Reinvocation: o.Reinvocation, NamePrefix: o.NamePrefix}
 	if !o.MutateIgnoredNamespaces {
 		eo.NamespaceRequirements = []metav1.LabelSelectorRequirement{{Key: IgnoreLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}
 	}
@@ -118,6 +121,9 @@ func ParseVersion(s string) (*version.Version, error) {
 
 // Compile translates every mutator among docs.
 func Compile(docs []*source.Document, opts Options) *Output {
+	if err := emit.CheckNamePrefix(opts.NamePrefix); err != nil {
+		return &Output{Problems: []error{err}}
+	}
 	if opts.KubernetesVersion == nil {
 		opts.KubernetesVersion, _ = ParseVersion(DefaultKubernetesVersion)
 	}

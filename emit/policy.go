@@ -43,6 +43,9 @@ type Options struct {
 	// NamespaceRequirements are added to every binding's namespaceSelector (the namespaces the
 	// replaced webhook was never called for).
 	NamespaceRequirements []metav1.LabelSelectorRequirement
+	// NamePrefix starts every policy's and binding's name (and so each binding's policyName), so
+	// that several compilations can share a cluster; CheckNamePrefix says which prefixes are valid.
+	NamePrefix string
 }
 
 // Resources maps kinds to their plural resource names: built-in kinds from the Kubernetes client
@@ -115,10 +118,32 @@ func Name(src ir.Source) string {
 	return "gatekeeper-" + strings.ToLower(src.Kind) + "-" + src.Name
 }
 
-// NewPolicy builds a MAP and its binding: rules and the binding's namespace selector from match,
-// the given match conditions and mutations, and annotations naming the sources.
+// CheckNamePrefix checks a name prefix (Options.NamePrefix): followed by a generated name, which
+// always begins with "gatekeeper-", it must make a valid object name, a lowercase RFC 1123
+// subdomain of at most 253 characters. Each full name is checked again when it is made.
+func CheckNamePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	const least = "gatekeeper-x" // the shortest name a prefix can start
+	if len(prefix)+len(least) > validation.DNS1123SubdomainMaxLength {
+		return fmt.Errorf("--name-prefix %q: %d characters is too long: with the generated names (%q and longer) a name may have at most %d characters", prefix, len(prefix), least, validation.DNS1123SubdomainMaxLength)
+	}
+	if errs := validation.IsDNS1123Subdomain(prefix + least); len(errs) > 0 {
+		return fmt.Errorf("--name-prefix %q: does not begin a valid object name (%q): use lower case letters, digits, '-' and '.', beginning with a letter or digit and with a letter or digit on both sides of each '.', e.g. \"team-a-\"", prefix, prefix+least)
+	}
+	return nil
+}
+
+// NewPolicy builds a MAP and its binding, both named opts.NamePrefix + name: rules and the
+// binding's namespace selector from match, the given match conditions and mutations, and
+// annotations naming the sources.
 func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition, muts []Mutation, opts Options) (*Policy, error) {
+	name = opts.NamePrefix + name
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		if opts.NamePrefix != "" {
+			return nil, fmt.Errorf("the generated name %q (with --name-prefix %q) is not valid: %s", name, opts.NamePrefix, strings.Join(errs, "; "))
+		}
 		return nil, fmt.Errorf("the generated name %q is not valid: %s", name, strings.Join(errs, "; "))
 	}
 	meta := metav1.ObjectMeta{

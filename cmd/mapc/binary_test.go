@@ -324,3 +324,15 @@ func TestProcessSkipUnsupportedWritesEveryLayout(t *testing.T) {
 		})
 	}
 }
+
+func TestProcessNamePrefix(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "m.yaml", goodAssign)
+	code, out, errs := mapcProcess(t, "", "compile", in, "--name-prefix", "team-a-")
+	if code != 0 || !strings.Contains(out, "name: team-a-gatekeeper-pods\n") || !strings.Contains(out, "policyName: team-a-gatekeeper-pods\n") {
+		t.Errorf("exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := mapcProcess(t, "", "compile", in, "--name-prefix", "Team_A"); code != 2 || !strings.Contains(errs, "--name-prefix") {
+		t.Errorf("bad prefix: exit %d %s", code, errs)
+	}
+}

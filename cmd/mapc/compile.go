@@ -29,6 +29,7 @@ type compileFlags struct {
 	skipUnsupported bool
 	allowEmpty      bool
 	report          string
+	namePrefix      string
 	reportFormat    string
 	verbose         bool
 	quiet           bool
@@ -75,6 +76,7 @@ stderr as file:line: Kind/name: field: what is wrong, and nothing is written unl
 	fl.StringVar(&f.reportFormat, "report-format", "json", "json, or github (workflow commands that annotate the mutators' files)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also list every note: documents ignored, mutators computed differently and why")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no notes, only problems and the summary")
+	fl.StringVar(&f.namePrefix, "name-prefix", "", "start every policy's and binding's name with this prefix (e.g. team-a-), so that several compilations can share a cluster")
 	f.install.add(fl)
 	fl.StringVar(&f.reinvocation, "reinvocation-policy", "Never", "Never (as Gatekeeper's webhook is installed) or IfNeeded (run again when later admission changed the object; safe, as every mutation is guarded as Gatekeeper guards it)")
 	fl.StringVar(&f.layout, "layout", string(compiler.LayoutFused), "fused (one policy per set of resources, independent mutations fused: fastest) or per-mutator (one policy per mutator or group of interacting mutators: for one-at-a-time rollouts)")
@@ -100,6 +102,9 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	}
 	if err := oneOf("--reinvocation-policy", f.reinvocation, "Never", "IfNeeded"); err != nil {
 		return err
+	}
+	if err := emit.CheckNamePrefix(f.namePrefix); err != nil {
+		return usageErr("%v", err)
 	}
 	if f.check && f.dir == "" {
 		return usageErr("--check compares with a directory: give --output-dir DIR")
@@ -140,11 +145,20 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	}
 	opts := compiler.Options{KubernetesVersion: kv, Layout: layout, CRDs: crds,
 		FailurePolicy: admissionregistrationv1.FailurePolicyType(f.failurePolicy),
-		Reinvocation:  admissionregistrationv1.ReinvocationPolicyType(f.reinvocation)}
+		Reinvocation:  admissionregistrationv1.ReinvocationPolicyType(f.reinvocation),
+		NamePrefix:    f.namePrefix}
 	if err := f.install.apply(&opts); err != nil {
 		return err
 	}
 	out := compiler.Compile(docs, opts)
+	apiVersion := emit.APIVersion(kv)
+	warnings, sizeErr := emit.CheckSizes(out.Policies, apiVersion)
+	if sizeErr != nil {
+		out.Problems = append(out.Problems, sizeErr)
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning: "+w)
+	}
 	if !f.quiet {
 		for _, n := range out.Notes {
 			if f.verbose || shownNote(n) {
@@ -170,7 +184,6 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 		fmt.Fprintln(stderr, "mapc: "+summary)
 		return &exitError{code: 1, err: fmt.Errorf("%d problem(s); nothing written (--skip-unsupported writes the policies that compile)", len(out.Problems))}
 	}
-	apiVersion := emit.APIVersion(kv)
 	ver := version.Get().Version
 	if f.dir == "" {
 		data, err := emit.Stream(out.Policies, apiVersion, format)

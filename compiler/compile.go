@@ -105,6 +105,8 @@ type Output struct {
 	SkipsIgnoredNamespaces bool
 	// Mutators lists every mutator document with what became of it, in file and line order.
 	Mutators []MutatorStatus
+	// Kept are the refusals an allow-list expects (Allow): listed, not failures.
+	Kept []error
 }
 
 // ParseVersion reads "1.34" or "1.34.2" and checks it is one MAP exists in.

@@ -336,3 +336,47 @@ func TestProcessNamePrefix(t *testing.T) {
 		t.Errorf("bad prefix: exit %d %s", code, errs)
 	}
 }
+
+func TestProcessAllowedRefusals(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "m.yaml", goodAssign+"---\n"+badAssign)
+	pod := writeFile(t, dir, "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  containers: [{name: a, image: nginx}]\n")
+	allow := writeFile(t, dir, "allow.yaml", `apiVersion: mapc.dev/v1alpha1
+kind: RefusalAllowList
+refusals:
+- mutator: Assign/broken
+  reason: stays on Gatekeeper until its location is fixed
+`)
+	outDir := filepath.Join(dir, "policies")
+	code, _, errs := mapcProcess(t, "", "compile", in, "--output-dir", outDir, "--allow-refusals", allow, "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "kept on Gatekeeper (allowed refusal): "+in+":18: Assign/broken: spec.location") || !strings.Contains(errs, "1 kept on Gatekeeper by the allow-list") {
+		t.Errorf("the kept refusal is not listed:\n%s", errs)
+	}
+	if code, _, errs := mapcProcess(t, "", "compile", in, "--output-dir", outDir, "--allow-refusals", allow, "--check"); code != 0 {
+		t.Errorf("--check: exit %d: %s", code, errs)
+	}
+	code, out, errs := mapcProcess(t, "", "verify", in, pod, "--allow-refusals", allow)
+	if code != 0 || !strings.Contains(out, "PASS ") || !strings.Contains(out, "SKIP compile Assign/broken: ") || !strings.Contains(out, "1 passed, 0 failed, 1 skipped") {
+		t.Errorf("verify: exit %d\n%s%s", code, out, errs)
+	}
+	// A stale entry (the mutator compiles, or is gone) fails the run, naming the list.
+	stale := writeFile(t, dir, "stale.yaml", "apiVersion: mapc.dev/v1alpha1\nkind: RefusalAllowList\nrefusals:\n- {mutator: Assign/pull, reason: was refused once}\n- {mutator: Assign/gone, reason: deleted}\n")
+	code, _, errs = mapcProcess(t, "", "compile", writeFile(t, dir, "good.yaml", goodAssign), "--allow-refusals", stale)
+	if code != 1 || !strings.Contains(errs, "Assign/pull is listed as a refusal to allow, but it is compiled, not refused") || !strings.Contains(errs, "Assign/gone is listed as a refusal to allow, but it is not among the inputs") {
+		t.Errorf("stale list: exit %d: %s", code, errs)
+	}
+	// The list is read strictly.
+	for name, content := range map[string]string{
+		"typo":          "apiVersion: mapc.dev/v1alpha1\nkind: RefusalAllowList\nrefusal:\n- {mutator: Assign/broken, reason: x}\n",
+		"no reason":     "apiVersion: mapc.dev/v1alpha1\nkind: RefusalAllowList\nrefusals:\n- {mutator: Assign/broken}\n",
+		"not Kind/name": "apiVersion: mapc.dev/v1alpha1\nkind: RefusalAllowList\nrefusals:\n- {mutator: broken, reason: x}\n",
+	} {
+		p := writeFile(t, dir, name+".yaml", content)
+		if code, _, errs := mapcProcess(t, "", "compile", in, "--allow-refusals", p); code != 1 || !strings.Contains(errs, p) {
+			t.Errorf("%s: exit %d: %s", name, code, errs)
+		}
+	}
+}

@@ -30,6 +30,7 @@ type compileFlags struct {
 	allowEmpty      bool
 	report          string
 	namePrefix      string
+	allowRefusals   []string
 	reportFormat    string
 	verbose         bool
 	quiet           bool
@@ -76,6 +77,7 @@ stderr as file:line: Kind/name: field: what is wrong, and nothing is written unl
 	fl.StringVar(&f.reportFormat, "report-format", "json", "json, or github (workflow commands that annotate the mutators' files)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also list every note: documents ignored, mutators computed differently and why")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no notes, only problems and the summary")
+	fl.StringArrayVar(&f.allowRefusals, "allow-refusals", nil, "a RefusalAllowList file naming the mutators that stay on Gatekeeper during a partial migration: their refusals are listed but do not fail the run; an entry naming no refused mutator is an error; repeatable")
 	fl.StringVar(&f.namePrefix, "name-prefix", "", "start every policy's and binding's name with this prefix (e.g. team-a-), so that several compilations can share a cluster")
 	f.install.add(fl)
 	fl.StringVar(&f.reinvocation, "reinvocation-policy", "Never", "Never (as Gatekeeper's webhook is installed) or IfNeeded (run again when later admission changed the object; safe, as every mutation is guarded as Gatekeeper guards it)")
@@ -139,6 +141,10 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 			return &exitError{code: 1, err: fmt.Errorf("--crd %s: no CustomResourceDefinition found", strings.Join(f.crds, ", "))}
 		}
 	}
+	allow, err := readAllowLists(f.allowRefusals)
+	if err != nil {
+		return err
+	}
 	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("%v\nnothing written", err)}
@@ -159,12 +165,16 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
+	out.Allow(allow...)
 	if !f.quiet {
 		for _, n := range out.Notes {
 			if f.verbose || shownNote(n) {
 				fmt.Fprintln(stderr, "note: "+n)
 			}
 		}
+	}
+	for _, p := range out.Kept {
+		fmt.Fprintln(stderr, "kept on Gatekeeper (allowed refusal): "+p.Error())
 	}
 	for _, p := range out.Problems {
 		fmt.Fprintln(stderr, p.Error())
@@ -232,6 +242,9 @@ func compileSummary(docs []*source.Document, out *compiler.Output) string {
 	if n := compiler.Count(out.Mutators, compiler.Refused); n > 0 {
 		s += fmt.Sprintf(", %d refused", n)
 	}
+	if n := compiler.Count(out.Mutators, compiler.Kept); n > 0 {
+		s += fmt.Sprintf(", %d kept on Gatekeeper by the allow-list", n)
+	}
 	if len(out.Problems) > 0 {
 		s += fmt.Sprintf(", %d problem(s)", len(out.Problems))
 	}
@@ -271,11 +284,13 @@ type compileReport struct {
 	Policies          []string                 `json:"policies"`
 	Mutators          []compiler.MutatorStatus `json:"mutators"`
 	Problems          []compiler.Diagnostic    `json:"problems"`
+	// Kept are the refusals an allow-list expects.
+	Kept []compiler.Diagnostic `json:"kept,omitempty"`
 }
 
 func writeReport(cmd *cobra.Command, f *compileFlags, kv string, layout compiler.Layout, summary string, out *compiler.Output) error {
 	rep := compileReport{Mapc: version.Get().Version, KubernetesVersion: kv, Layout: layout, Summary: summary,
-		Policies: []string{}, Mutators: out.Mutators, Problems: compiler.Diagnostics(out.Problems)}
+		Policies: []string{}, Mutators: out.Mutators, Problems: compiler.Diagnostics(out.Problems), Kept: compiler.Diagnostics(out.Kept)}
 	if rep.Mutators == nil {
 		rep.Mutators = []compiler.MutatorStatus{}
 	}
@@ -318,4 +333,16 @@ func githubMessage(d compiler.Diagnostic) string {
 		msg = d.Field + ": " + msg
 	}
 	return verify.GitHubEscape(msg, false)
+}
+
+func readAllowLists(paths []string) ([]*compiler.AllowList, error) {
+	var lists []*compiler.AllowList
+	for _, p := range paths {
+		l, err := compiler.ReadAllowList(p)
+		if err != nil {
+			return nil, &exitError{code: 1, err: err}
+		}
+		lists = append(lists, l)
+	}
+	return lists, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -94,9 +95,19 @@ func writeSuites(w io.Writer, format, name string, suites ...verify.Suite) error
 		return verify.WriteGitHub(w, suites...)
 	}
 	var rs []verify.Result
+	var skipped []verify.Skip
 	for _, s := range suites {
 		rs = append(rs, s.Results...)
+		skipped = append(skipped, s.Skipped...)
 	}
-	_, err := io.WriteString(w, verify.Report(rs))
+	summary := verify.Summary(rs)
+	text := strings.TrimSuffix(verify.Report(rs), summary+"\n")
+	for _, sk := range skipped {
+		text += fmt.Sprintf("SKIP %s: %s\n", sk.Case, sk.Reason)
+	}
+	if len(skipped) > 0 {
+		summary += fmt.Sprintf(", %d skipped", len(skipped))
+	}
+	_, err := io.WriteString(w, text+summary+"\n")
 	return err
 }

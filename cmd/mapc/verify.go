@@ -25,6 +25,7 @@ type verifyFlags struct {
 	output      formatFlag
 	kubeVersion string
 	seed        int64
+	allow       []string
 	install     installFlags
 }
 
@@ -62,6 +63,7 @@ compiling them, give them with --policies.`,
 	fl.BoolVar(&f.idempotence, "idempotence", false, "also admit each result again and fail objects that change again")
 	addFormatFlag(fl, &f.output, "text", "text", "json", "junit", "github")
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version (compilation, and checks of --policies)")
+	fl.StringArrayVar(&f.allow, "allow-refusals", nil, "a RefusalAllowList file naming mutators that stay on Gatekeeper: their refusals do not fail verify, and the others are verified without them; repeatable")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled policy orders tried when there are more than 24 orders")
 	return c
 }
@@ -125,6 +127,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	}
 	excluded = append(append([]string(nil), copts.ExcludedNamespaces...), excluded...)
 	var sets []admission.PolicySet
+	kept := map[string]bool{}
+	var skipped []verify.Skip
 	if len(f.policies) > 0 {
 		ps, err := readPolicies(cmd, f.policies, kv)
 		if err != nil {
@@ -132,7 +136,22 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		}
 		sets = ps.Sets
 	} else {
+		allow, err := readAllowLists(f.allow)
+		if err != nil {
+			return err
+		}
 		out := compiler.Compile(append(append([]*source.Document(nil), mutDocs...), cfgDocs...), copts)
+		out.Allow(allow...)
+		for _, m := range out.Mutators {
+			if m.Status == compiler.Kept {
+				kept[m.File+"\x00"+m.Mutator] = true
+				skipped = append(skipped, verify.Skip{Case: "compile " + m.Mutator,
+					Reason: strings.Join(m.Reasons, "; ") + "; not verified: Gatekeeper's webhook keeps mutating with it, and the policies are verified against Gatekeeper without it"})
+			}
+		}
+		for _, p := range out.Kept {
+			fmt.Fprintln(stderr, "kept on Gatekeeper (allowed refusal): "+p.Error())
+		}
 		for _, n := range out.Notes {
 			if shownNote(n) {
 				fmt.Fprintln(stderr, "note: "+n)
@@ -161,7 +180,9 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	}
 	var mutators []*unstructured.Unstructured
 	for _, d := range mutDocs {
-		mutators = append(mutators, d.Object)
+		if !kept[d.File+"\x00"+d.Object.GetKind()+"/"+d.Object.GetName()] {
+			mutators = append(mutators, d.Object)
+		}
 	}
 	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
 		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces})
@@ -184,7 +205,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		rs = append(rs, r)
 	}
 	w := cmd.OutOrStdout()
-	rep := verify.Suite{Name: "mapc verify", Results: rs}
+	rep := verify.Suite{Name: "mapc verify", Results: rs, Skipped: skipped}
 	if err := writeSuites(w, f.output.value, "mapc verify", rep); err != nil {
 		return &exitError{code: 1, err: err}
 	}

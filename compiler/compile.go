@@ -147,6 +147,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	sc.prefetch(fe.Mutations)
 	var fz *plan.Fuser // footprints, computed once per plan for planning and fusing
 	outside := map[*ir.Mutation][]ir.Rule{}
+	noncanonical := map[*ir.Mutation]error{}
 	for _, m := range fe.Mutations {
 		// Kinds whose schema lacks the location: the API server drops Gatekeeper's write there.
 		var keep, drop []ir.Rule
@@ -171,14 +172,28 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			m.Match.Rules = keep
 		}
 		if err := sc.checkCanonical(m); err != nil {
-			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: valueField(m), Msg: err.Error()})
-			continue
+			noncanonical[m] = err
 		}
 		ms = append(ms, m)
 	}
 	// What Gatekeeper writes outside a kind's schema is still there for its later mutators within
 	// the request: one that looks at or below it on that kind cannot be reproduced.
 	refused := map[*ir.Mutation]bool{}
+	// A value the API server stores differently from how it is written (an empty list it drops,
+	// a ModifySet value it completes) is stored alike from the webhook's patch and from a policy:
+	// only another mutator that reads or writes there, seeing the value as written in
+	// Gatekeeper's run and as stored between the policies' mutations, tells them apart.
+	for _, m := range ms {
+		err, ok := noncanonical[m]
+		if !ok {
+			continue
+		}
+		if b := seenBy(m, ms); b != nil {
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: valueField(m),
+				Msg: fmt.Sprintf("%v (%s reads or writes there too)", err, b.Source)})
+			refused[m] = true
+		}
+	}
 	for _, m := range fe.Mutations { // in document order, for stable messages
 		drop, ok := outside[m]
 		if !ok {
@@ -254,6 +269,14 @@ emission:
 			out.Groups = fz.Plan(keep)
 			more := false
 			for _, g := range out.Groups {
+				// A value stored differently is exact only alone: run once, by itself.
+				for _, m := range g.Mutations {
+					if err, ok := noncanonical[m]; ok && !refused[m] && (len(g.Mutations) > 1 || g.Rounds > 1) {
+						refused[m], more = true, true
+						out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: valueField(m),
+							Msg: fmt.Sprintf("%v (it must run with %s, whose result depends on it)", err, g.Mutations[0].Source)})
+					}
+				}
 				for m, msg := range sc.quirks(g) {
 					if !refused[m] {
 						refused[m], more = true, true
@@ -655,4 +678,23 @@ func kindAllowedIR(m ir.Match, r ir.Rule) bool {
 		}
 	}
 	return false
+}
+
+// seenBy returns a mutation other than m, among ms, that may apply to one of m's kinds and whose
+// location meets m's (nil if none).
+func seenBy(m *ir.Mutation, ms []*ir.Mutation) *ir.Mutation {
+	for _, b := range ms {
+		if b == m || !overlap(b.Path, m.Path) {
+			continue
+		}
+		if len(m.Match.Rules) == 0 {
+			return b
+		}
+		for _, r := range m.Match.Rules {
+			if kindAllowedIR(b.Match, r) {
+				return b
+			}
+		}
+	}
+	return nil
 }

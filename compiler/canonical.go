@@ -89,6 +89,35 @@ func (sc schemaCache) outsideSchema(m *ir.Mutation, r ir.Rule) bool {
 	return err != nil && strings.Contains(err.Error(), "unknown field")
 }
 
+// createdInSchema: when m's location is outside r's kind's schema, the longest part of it the
+// kind has, as a path, if Gatekeeper may create a node of that part (the walk goes on from it
+// to the leaf where they are missing); "" when the location leaves the schema at its first field or every node of the
+// part must exist already.
+func (sc schemaCache) createdInSchema(m *ir.Mutation, r ir.Rule) string {
+	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	if !typed.Known(gvk) {
+		return ""
+	}
+	known := 0
+	for i := 1; i < len(m.Path); i++ {
+		_, err := sc.roundTrip(gvk, m.Path[:i], map[string]any{})
+		if err != nil && strings.Contains(err.Error(), "unknown field") {
+			break
+		}
+		known = i
+	}
+	// Gatekeeper tests the whole path first: a node is created only where every node from it to
+	// the leaf may be missing.
+	from := len(m.MissingOK)
+	for from > 0 && m.MissingOK[from-1] {
+		from--
+	}
+	if from < known {
+		return ir.PathString(m.Path[:known])
+	}
+	return ""
+}
+
 // schemaCache remembers roundTrip's results during one Compile: a mutator's value is
 // round-tripped up to three times (outsideSchema twice, checkCanonical), and many mutators share
 // kind, path and value. Not safe for concurrent use.

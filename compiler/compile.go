@@ -158,6 +158,20 @@ func Compile(docs []*source.Document, opts Options) *Output {
 				keep = append(keep, r)
 			}
 		}
+		// Where the location leaves the schema below a parent Gatekeeper may create (a new list
+		// element, an object), the parent survives the API server's decoding though the leaf
+		// does not: no policy is the same as the webhook there.
+		created := ""
+		for _, r := range drop {
+			if p := sc.createdInSchema(m, r); p != "" {
+				created = fmt.Sprintf("%s has no field at %s, so the API server drops what Gatekeeper writes there, but Gatekeeper first creates %s where it is missing, which the API server keeps: no policy can reproduce that; give a location %s has, or a pathTest MustExist on %s", r.Kind, ir.PathString(m.Path), p, r.Kind, p)
+				break
+			}
+		}
+		if created != "" {
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: created})
+			continue
+		}
 		if len(drop) > 0 {
 			var kinds []string
 			for _, r := range drop {

@@ -11,9 +11,9 @@
 // re-implemented here is only glue that cannot be called without a running
 // cluster and controller-runtime manager:
 //
-//   - crd.go: the API server's pruning/defaulting/validation of the mutator
-//     custom resources (using the API server's own apiextensions code and
-//     Gatekeeper's CRD manifests).
+//   - internal/gkschema: the API server's pruning/defaulting/validation of the
+//     mutator custom resources (using the API server's own apiextensions code
+//     and Gatekeeper's CRD manifests).
 //   - NewMutator: the mutator controller's read + scheme.Convert + MutatorFor*
 //     (pkg/controller/mutators/instances), without the status/readiness
 //     bookkeeping.
@@ -37,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/mapc-dev/mapc/internal/gkschema"
 )
 
 // Group is the API group of Gatekeeper's mutators.
@@ -94,10 +96,16 @@ func NewMutator(obj *unstructured.Unstructured) (types.Mutator, error) {
 	if !ok {
 		return nil, fmt.Errorf("no matches for kind %q in version %q", gvk.Kind, gvk.GroupVersion().String())
 	}
-	stored, err := admitCustomResource(obj)
+	// The API server prunes, defaults and validates the object against the served CRD version.
+	// Unknown fields are pruned silently, as without strict field validation.
+	adm, err := gkschema.Admit(obj)
 	if err != nil {
 		return nil, err
 	}
+	if len(adm.Invalid) > 0 {
+		return nil, fmt.Errorf("%s.%s %q is invalid: %v", gvk.Kind, gvk.Group, obj.GetName(), adm.Invalid.ToAggregate())
+	}
+	stored := adm.Object
 	stored.SetAPIVersion(Group + "/" + readVersion)
 	raw, err := json.Marshal(stored.Object)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/conversion"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/mapc-dev/mapc/internal/gkschema"
 )
 
 // Group is the API group of Gatekeeper's mutators.
@@ -62,19 +64,25 @@ func (e *FieldError) Error() string {
 	return e.Field + ": " + e.Msg
 }
 
+// FieldErrors is every problem found with one mutator.
+type FieldErrors []*FieldError
+
+func (es FieldErrors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
 // Decode reads one mutator of any supported version into Gatekeeper's unversioned type, as the
-// API server (strict, structural schema) and Gatekeeper's controller would, and builds the
-// mutator with Gatekeeper's own constructor, so that a mutator Gatekeeper rejects is rejected
-// here with Gatekeeper's reason.
+// API server (strict field validation against Gatekeeper's CRDs, defaulting, schema validation)
+// and Gatekeeper's controller would, and builds the mutator with Gatekeeper's own constructor, so
+// that a mutator the API server or Gatekeeper rejects is rejected here with their reason. When
+// the API server would refuse the mutator, the error is a FieldErrors naming every field it
+// refuses.
 func Decode(obj *unstructured.Unstructured) (*Decoded, error) {
 	gvk := obj.GroupVersionKind()
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, &FieldError{Msg: err.Error()}
-	}
-	if err := checkUnknownFields(gvk.Kind, data); err != nil {
-		return nil, err
-	}
 	var versioned, out any
 	var convert func(in, out any) error
 	switch gvk.Version + "/" + gvk.Kind {
@@ -134,15 +142,25 @@ func Decode(obj *unstructured.Unstructured) (*Decoded, error) {
 		}
 		return nil, &FieldError{Field: "apiVersion", Msg: fmt.Sprintf("%s/%s is not a version Gatekeeper v3.23.1 serves for %s (use v1, v1beta1 or v1alpha1)", Group, gvk.Version, gvk.Kind)}
 	}
-	// The API server decodes with the CRD's schema; Gatekeeper's controller then reads the typed
-	// object. sigs.k8s.io/json keeps integers as int64, as the API machinery does.
+	adm, err := gkschema.Admit(obj)
+	if err != nil {
+		return nil, &FieldError{Msg: "cannot check against Gatekeeper's CRDs: " + err.Error()}
+	}
+	if errs := crdErrors(gvk, adm, obj.Object); len(errs) > 0 {
+		return nil, errs
+	}
+	// Gatekeeper's controller reads the object the API server stored (pruned, defaulted) into
+	// the typed object. sigs.k8s.io/json keeps integers as int64, as the API machinery does.
+	data, err := json.Marshal(adm.Object.Object)
+	if err != nil {
+		return nil, &FieldError{Msg: err.Error()}
+	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, versioned); err != nil {
 		return nil, &FieldError{Msg: "cannot decode: " + err.Error()}
 	}
 	if err := convert(versioned, out); err != nil {
 		return nil, &FieldError{Msg: "cannot convert to Gatekeeper's internal version: " + err.Error()}
 	}
-	applyCRDDefaults(out)
 	m, err := build(out)
 	if err != nil {
 		return nil, &FieldError{Field: fieldOfError(gvk.Kind, err), Msg: "Gatekeeper rejects this mutator: " + err.Error()}
@@ -151,14 +169,6 @@ func Decode(obj *unstructured.Unstructured) (*Decoded, error) {
 }
 
 var _ conversion.Scope // conversions are called with a nil scope, as Gatekeeper's own code does
-
-// applyCRDDefaults applies the defaults Gatekeeper's CRDs declare, which the API server would
-// have filled in before Gatekeeper saw the object.
-func applyCRDDefaults(obj any) {
-	if ms, ok := obj.(*unversioned.ModifySet); ok && ms.Spec.Parameters.Operation == "" {
-		ms.Spec.Parameters.Operation = unversioned.MergeOp
-	}
-}
 
 func build(obj any) (types.Mutator, error) {
 	switch o := obj.(type) {
@@ -193,30 +203,4 @@ func fieldOfError(kind string, err error) string {
 		return "metadata.name"
 	}
 	return ""
-}
-
-// checkUnknownFields refuses fields that Gatekeeper's CRDs do not have but that look meaningful:
-// the API server would prune them silently and Gatekeeper would act as if they were absent,
-// which is not what the author meant.
-func checkUnknownFields(kind string, data []byte) error {
-	var raw map[string]any
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return &FieldError{Msg: err.Error()}
-	}
-	spec, _ := raw["spec"].(map[string]any)
-	params, _ := spec["parameters"].(map[string]any)
-	if _, ok := params["assignIf"]; ok {
-		return &FieldError{Field: "spec.parameters.assignIf", Msg: "assignIf is a Policy Controller extension that Gatekeeper v3.23.1 does not have: " +
-			"its CRD prunes the field and its engine assigns unconditionally, so no translation can match both; " +
-			"remove assignIf (to get Gatekeeper's behaviour) or express the condition with pathTests or match"}
-	}
-	if _, ok := params["externalData"]; ok {
-		return &FieldError{Field: "spec.parameters.externalData", Msg: "externalData calls an external provider at admission time; a MutatingAdmissionPolicy cannot call out, so it has no equivalent"}
-	}
-	if a, ok := params["assign"].(map[string]any); ok {
-		if _, ok := a["externalData"]; ok {
-			return &FieldError{Field: "spec.parameters.assign.externalData", Msg: "externalData calls an external provider at admission time; a MutatingAdmissionPolicy cannot call out, so it has no equivalent"}
-		}
-	}
-	return nil
 }

@@ -1,6 +1,8 @@
 // Package gatekeeper is the front end for Gatekeeper mutators (mutations.gatekeeper.sh v1,
-// v1beta1, v1alpha1: Assign, AssignMetadata, ModifySet, AssignImage). It decodes and validates
-// each mutator with Gatekeeper's own types, parser and constructors, and lowers it into the IR.
+// v1beta1, v1alpha1: Assign, AssignMetadata, ModifySet, AssignImage). It checks each mutator
+// against Gatekeeper's CRDs as the API server does with strict field validation (unknown fields,
+// types, enums, required fields), decodes and validates it with Gatekeeper's own types, parser
+// and constructors, and lowers it into the IR.
 //
 // It must not approximate: a mutator whose behaviour in Gatekeeper's engine cannot be expressed
 // exactly is refused with the reason.
@@ -101,7 +103,10 @@ func Compile(docs []*source.Document) *Result {
 		seen[name] = doc
 		d, err := pre[i].d, pre[i].err
 		if err != nil {
+			n := len(res.Problems)
 			reportErr(problem, err)
+			ps := res.Problems[n:]
+			sort.SliceStable(ps, func(i, j int) bool { return ps[i].Line < ps[j].Line })
 			continue
 		}
 		if ws, ok := d.Mutator.(schema.MutatorWithSchema); ok {
@@ -153,21 +158,23 @@ func Compile(docs []*source.Document) *Result {
 }
 
 func reportErr(problem func(field, msg string), err error) {
-	if fe, ok := err.(*FieldError); ok {
-		problem(fe.Field, fe.Msg)
-		return
+	switch e := err.(type) {
+	case *FieldError:
+		problem(e.Field, e.Msg)
+	case FieldErrors:
+		for _, fe := range e {
+			problem(fe.Field, fe.Msg)
+		}
+	default:
+		problem("", err.Error())
 	}
-	problem("", err.Error())
 }
 
+// splitField splits a field path ("spec.applyTo[0].kinds") into the keys doc.LineOf follows. It
+// stops at the first list index, so the line is that of the list.
 func splitField(f string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(f); i++ {
-		if f[i] == '.' {
-			out = append(out, f[start:i])
-			start = i + 1
-		}
+	if i := strings.IndexByte(f, '['); i >= 0 {
+		f = f[:i]
 	}
-	return append(out, f[start:])
+	return strings.Split(f, ".")
 }

@@ -148,7 +148,11 @@ func lowerMatch(out *ir.Match, m *match.Match, applyTo []match.MutationApplyTo, 
 	case "Namespaced", "Cluster":
 		out.Scope = string(m.Scope)
 	default:
-		return "", &FieldError{Field: "spec.match.scope", Msg: fmt.Sprintf("%q is not Namespaced, Cluster or *", m.Scope)}
+		msg := fmt.Sprintf("%q is not Namespaced, Cluster or *", m.Scope)
+		if c, ok := closest(string(m.Scope), []string{"Namespaced", "Cluster"}); ok {
+			msg += "; did you mean " + c + "?"
+		}
+		return "", &FieldError{Field: "spec.match.scope", Msg: msg + " Gatekeeper's CRD lets any value through and Gatekeeper then matches every scope: write the scope meant, or * for every scope"}
 	}
 	for _, n := range m.Namespaces {
 		out.Namespaces = append(out.Namespaces, string(n))

@@ -3,6 +3,7 @@ package gatekeeper
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
@@ -40,6 +41,66 @@ func IsMutator(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// Misnamed reports a document meant to be a mutator that neither the API server nor Gatekeeper
+// would take for one: a kind the group mutations.gatekeeper.sh does not have, or a mutator kind
+// in a group that misspells it. It returns the field to blame and what to do, or "" for a mutator
+// or for a document that is plainly something else.
+func Misnamed(obj *unstructured.Unstructured) (field, msg string) {
+	gvk := obj.GroupVersionKind()
+	kinds := strings.Join(Kinds, ", ")
+	if gvk.Group == Group {
+		if IsMutator(obj) {
+			return "", ""
+		}
+		if c, ok := closest(gvk.Kind, Kinds); ok {
+			return "kind", fmt.Sprintf("%s has no kind %q; did you mean %s? The API server refuses it and Gatekeeper never sees it (its mutator kinds are %s)", Group, gvk.Kind, c, kinds)
+		}
+		return "kind", fmt.Sprintf("%s has no kind %q: the API server refuses it and Gatekeeper never sees it; use one of Gatekeeper's mutator kinds: %s", Group, gvk.Kind, kinds)
+	}
+	group, version := gvk.Group, gvk.Version
+	if group == "" {
+		// "apiVersion: mutations.gatekeeper.sh" reads as a version of the core group.
+		group, version = version, ""
+	}
+	if distance(strings.ToLower(group), Group) > 2 {
+		return "", ""
+	}
+	kind := gvk.Kind
+	if !slices.Contains(Kinds, kind) {
+		c, ok := closest(kind, Kinds)
+		if !ok {
+			return "", ""
+		}
+		kind = c
+	}
+	want := "apiVersion: " + Group + "/" + servedVersion(kind, version)
+	if kind != gvk.Kind {
+		want += " and kind: " + kind
+	}
+	if group == Group {
+		return "apiVersion", fmt.Sprintf("%q has no version; did you mean %s? The API server reads it as a version of the core group, which has no %s, so Gatekeeper would never see this mutator", obj.GetAPIVersion(), want, gvk.Kind)
+	}
+	return "apiVersion", fmt.Sprintf("%q is not Gatekeeper's mutator API; did you mean %s? Gatekeeper serves no %s in group %s, so it would never see this mutator", obj.GetAPIVersion(), want, gvk.Kind, group)
+}
+
+// servedVersion returns version if Gatekeeper serves kind in it, else the version to suggest.
+func servedVersion(kind, version string) string {
+	served, _ := gkschema.Served()
+	var first string
+	for _, gvk := range served {
+		if gvk.Group != Group || gvk.Kind != kind {
+			continue
+		}
+		if gvk.Version == version {
+			return version
+		}
+		if first == "" || gvk.Version == "v1" {
+			first = gvk.Version
+		}
+	}
+	return first
 }
 
 // Decoded is a mutator as Gatekeeper's own code sees it: the unversioned API object and the

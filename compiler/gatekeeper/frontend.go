@@ -2,7 +2,8 @@
 // v1beta1, v1alpha1: Assign, AssignMetadata, ModifySet, AssignImage). It checks each mutator
 // against Gatekeeper's CRDs as the API server does with strict field validation (unknown fields,
 // types, enums, required fields), decodes and validates it with Gatekeeper's own types, parser
-// and constructors, and lowers it into the IR.
+// and constructors, and lowers it into the IR. A document that misspells a mutator's group or
+// kind is refused, not ignored.
 //
 // It must not approximate: a mutator whose behaviour in Gatekeeper's engine cannot be expressed
 // exactly is refused with the reason.
@@ -42,7 +43,8 @@ type Result struct {
 	Mutations []*ir.Mutation
 	// Notes say which documents were ignored and why (not mutators; mutators that never apply).
 	Notes []string
-	// Problems are the mutators that were refused or rejected.
+	// Problems are the mutators that were refused or rejected, and the documents meant as
+	// mutators that the API server would not take for one (misspelt group or kind).
 	Problems []*Problem
 }
 
@@ -79,6 +81,10 @@ func Compile(docs []*source.Document) *Result {
 	pre := decodeAll(docs)
 	for i, doc := range docs {
 		obj := doc.Object
+		if field, msg := Misnamed(obj); msg != "" {
+			res.Problems = append(res.Problems, &Problem{File: doc.File, Line: doc.LineOf(field), Object: obj.GetKind() + "/" + obj.GetName(), Field: field, Msg: msg})
+			continue
+		}
 		if !IsMutator(obj) {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s %s/%s is not a Gatekeeper mutator; ignored", doc.File, doc.Line, obj.GetAPIVersion(), obj.GetKind(), obj.GetName()))
 			continue

@@ -150,6 +150,38 @@ spec:
   parameters: {operation: merg, values: {fromList: [a]}}
 `,
 		want: []want{{7, "spec.parameters.operation", []string{`did you mean "merge"?`}}},
+	}, {
+		name: "near-miss group",
+		doc:  assignDoc("a", "mutations.gatekeeper.sh/v1", "mutation.gatekeeper.sh/v1"),
+		want: []want{{1, "apiVersion", []string{`"mutation.gatekeeper.sh/v1" is not Gatekeeper's mutator API`, "did you mean apiVersion: mutations.gatekeeper.sh/v1?"}}},
+	}, {
+		name: "near-miss top-level domain keeps the version",
+		doc:  assignDoc("a", "mutations.gatekeeper.sh/v1", "mutations.gatekeeper.io/v1beta1"),
+		want: []want{{1, "apiVersion", []string{"did you mean apiVersion: mutations.gatekeeper.sh/v1beta1?"}}},
+	}, {
+		name: "group in the wrong case and misspelt kind",
+		doc:  assignDoc("a", "mutations.gatekeeper.sh/v1", "Mutations.Gatekeeper.sh/v1", "kind: Assign", "kind: Asign"),
+		want: []want{{1, "apiVersion", []string{"did you mean apiVersion: mutations.gatekeeper.sh/v1 and kind: Assign?"}}},
+	}, {
+		name: "near-miss group suggests a version the kind is served in",
+		doc:  "apiVersion: mutation.gatekeeper.sh/v1\nkind: AssignImage\nmetadata: {name: i}\n",
+		want: []want{{1, "apiVersion", []string{"did you mean apiVersion: mutations.gatekeeper.sh/v1alpha1?"}}},
+	}, {
+		name: "group without a version",
+		doc:  assignDoc("a", "mutations.gatekeeper.sh/v1", "mutations.gatekeeper.sh"),
+		want: []want{{1, "apiVersion", []string{`"mutations.gatekeeper.sh" has no version`, "did you mean apiVersion: mutations.gatekeeper.sh/v1?"}}},
+	}, {
+		name: "misspelt kind",
+		doc:  assignDoc("a", "kind: Assign", "kind: Assing"),
+		want: []want{{2, "kind", []string{`mutations.gatekeeper.sh has no kind "Assing"; did you mean Assign?`}}},
+	}, {
+		name: "kind in the wrong case",
+		doc:  assignDoc("a", "kind: Assign", "kind: modifyset"),
+		want: []want{{2, "kind", []string{"did you mean ModifySet?"}}},
+	}, {
+		name: "kind the group does not have",
+		doc:  assignDoc("a", "kind: Assign", "kind: Frobnicator"),
+		want: []want{{2, "kind", []string{`has no kind "Frobnicator"`, "Assign, AssignImage, AssignMetadata, ModifySet"}}},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

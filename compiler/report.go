@@ -71,7 +71,7 @@ func report(docs []*source.Document, out *Output) []MutatorStatus {
 	seen := map[key]bool{}
 	for _, d := range docs {
 		obj := d.Object
-		if !gatekeeper.IsMutator(obj) {
+		if _, msg := gatekeeper.Misnamed(obj); !gatekeeper.IsMutator(obj) && msg == "" {
 			continue
 		}
 		name := obj.GetKind() + "/" + obj.GetName()

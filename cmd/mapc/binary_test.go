@@ -380,3 +380,27 @@ refusals:
 		}
 	}
 }
+
+func TestProcessTyposFail(t *testing.T) {
+	dir := t.TempDir()
+	pod := writeFile(t, dir, "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  containers: [{name: a, image: nginx}]\n")
+	for name, c := range map[string]struct{ doc, want string }{
+		"misspelt field": {strings.Replace(goodAssign, "  location:", "  match: {excludeNamespaces: [kube-system]}\n  location:", 1),
+			"Assign/pull: spec.match.excludeNamespaces: unknown field; did you mean excludedNamespaces?"},
+		"bad enum": {strings.Replace(goodAssign, "      value: Always\n", "      value: Always\n    pathTests:\n    - {subPath: spec.containers, condition: MustExists}\n", 1),
+			`did you mean "MustExist"?`},
+		"misspelt kind":  {strings.Replace(goodAssign, "kind: Assign", "kind: Assing", 1), `has no kind "Assing"; did you mean Assign?`},
+		"misspelt group": {strings.Replace(goodAssign, "mutations.gatekeeper.sh", "mutation.gatekeeper.sh", 1), "apiVersion: mutations.gatekeeper.sh/v1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := writeFile(t, dir, strings.ReplaceAll(name, " ", "-")+".yaml", c.doc)
+			code, out, errs := mapcProcess(t, "", "compile", in)
+			if code != 1 || out != "" || !strings.Contains(errs, in+":") || !strings.Contains(errs, c.want) {
+				t.Errorf("compile: exit %d, stdout %d bytes:\n%s", code, len(out), errs)
+			}
+			if code, _, errs := mapcProcess(t, "", "verify", in, pod); code != 1 || !strings.Contains(errs, c.want) {
+				t.Errorf("verify: exit %d:\n%s", code, errs)
+			}
+		})
+	}
+}

@@ -66,7 +66,7 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 			for _, d := range docs {
 				group := d.Object.GroupVersionKind().Group
 				switch {
-				case compiler.IsConfig(d) || gatekeeper.IsMutator(d.Object) || group == gatekeeper.Group || strings.HasSuffix(group, ".gatekeeper.sh"):
+				case compiler.IsConfig(d) || gatekeeper.IsMutator(d.Object) || misnamed(d.Object) || group == gatekeeper.Group || strings.HasSuffix(group, ".gatekeeper.sh"):
 					mutDocs = append(mutDocs, d)
 				case !suite.IsPolicy(d.Object):
 					objDocs = append(objDocs, d)

@@ -95,10 +95,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		switch {
 		case compiler.IsConfig(d):
 			cfgDocs = append(cfgDocs, d)
-		case gatekeeper.IsMutator(obj):
-			mutDocs = append(mutDocs, d)
-		case group == gatekeeper.Group:
-			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is not a mutator kind mapc knows (%s); ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj), strings.Join(gatekeeper.Kinds, ", "))
+		case gatekeeper.IsMutator(obj) || misnamed(obj):
+			mutDocs = append(mutDocs, d) // a misnamed one is refused by the compiler
 		case strings.HasSuffix(group, ".gatekeeper.sh"):
 			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is Gatekeeper configuration, not a mutator or an object to admit; ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj))
 		case suite.IsPolicy(obj):
@@ -263,4 +261,10 @@ func refusalResults(problems []error) []verify.Result {
 		rs = append(rs, verify.Result{Case: name, Reason: reason, File: d.File, Line: d.Line})
 	}
 	return rs
+}
+
+// misnamed: is obj meant as a mutator, with its group or kind misspelt?
+func misnamed(obj *unstructured.Unstructured) bool {
+	_, msg := gatekeeper.Misnamed(obj)
+	return msg != ""
 }

@@ -404,3 +404,43 @@ func TestProcessTyposFail(t *testing.T) {
 		})
 	}
 }
+
+func TestProcessSARIFReport(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "m.yaml", goodAssign+"---\n"+badAssign)
+	report := filepath.Join(dir, "mapc.sarif")
+	if code, _, errs := mapcProcess(t, "", "compile", in, "--report", report, "--report-format", "sarif"); code != 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Version string
+		Runs    []struct {
+			Tool    struct{ Driver struct{ Name string } }
+			Results []struct {
+				RuleID, Level string
+				Message       struct{ Text string }
+				Locations     []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI string }
+						Region           struct{ StartLine int }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &log); err != nil {
+		t.Fatal(err)
+	}
+	if log.Version != "2.1.0" || len(log.Runs) != 1 || log.Runs[0].Tool.Driver.Name != "mapc" || len(log.Runs[0].Results) != 1 {
+		t.Fatalf("%s", data)
+	}
+	r := log.Runs[0].Results[0]
+	if r.RuleID != "mapc/refused" || r.Level != "error" || !strings.HasPrefix(r.Message.Text, "Assign/broken: spec.location: ") ||
+		len(r.Locations) != 1 || r.Locations[0].PhysicalLocation.ArtifactLocation.URI != filepath.ToSlash(in) || r.Locations[0].PhysicalLocation.Region.StartLine != 18 {
+		t.Errorf("%+v", r)
+	}
+}

@@ -74,7 +74,7 @@ stderr as file:line: Kind/name: field: what is wrong, and nothing is written unl
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "write the policies that compile even if some mutators are refused (still listed, still exit 1)")
 	fl.BoolVar(&f.allowEmpty, "allow-empty", false, "when the input holds no mutator, write an empty policy set instead of failing")
 	fl.StringVar(&f.report, "report", "", "also write a report of every mutator (compiled into which policy, left out and why, refused and why) and every problem to this file (- for standard output, with --output-dir); written whether or not the compile succeeds")
-	fl.StringVar(&f.reportFormat, "report-format", "json", "json, or github (workflow commands that annotate the mutators' files)")
+	fl.StringVar(&f.reportFormat, "report-format", "json", "json, github (workflow commands that annotate the mutators' files) or sarif (for code-scanning tools)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "also list every note: documents ignored, mutators computed differently and why")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print no notes, only problems and the summary")
 	fl.StringArrayVar(&f.allowRefusals, "allow-refusals", nil, "a RefusalAllowList file naming the mutators that stay on Gatekeeper during a partial migration: their refusals are listed but do not fail the run; an entry naming no refused mutator is an error; repeatable")
@@ -111,7 +111,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if f.check && f.dir == "" {
 		return usageErr("--check compares with a directory: give --output-dir DIR")
 	}
-	if err := oneOf("--report-format", f.reportFormat, "json", "github"); err != nil {
+	if err := oneOf("--report-format", f.reportFormat, "json", "github", "sarif"); err != nil {
 		return err
 	}
 	if f.report == "-" && f.dir == "" {
@@ -308,6 +308,13 @@ func writeReport(cmd *cobra.Command, f *compileFlags, kv string, layout compiler
 			}
 		}
 		fmt.Fprintf(&b, "%s\n", summary)
+	} else if f.reportFormat == "sarif" {
+		data, err := sarifReport(rep)
+		if err != nil {
+			return err
+		}
+		b.Write(data)
+		b.WriteByte('\n')
 	} else {
 		data, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

@@ -3,7 +3,7 @@ GO ?= go
 BIN := bin/mapc
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: all build test lint fuzz bench e2e clean examples
+.PHONY: all build test lint fuzz fuzz-short bench e2e clean examples
 
 all: build
 
@@ -14,24 +14,36 @@ build:
 examples: build
 	$(BIN) compile examples/gatekeeper
 
-# Unit, golden and differential tests (Gatekeeper's engine vs the API server's MAP code).
+# Unit, golden and differential tests (Gatekeeper's engine vs the API server's MAP code), then
+# each Go fuzz target for FUZZTIME_SHORT, so that what they check cannot regress unnoticed.
 test: build
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	$(call fuzz-each,$(FUZZTIME_SHORT))
 
 lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+# Every Go fuzz target, each for $(1).
+define fuzz-each
+	$(GO) test ./cel/ -run '^$$' -fuzz '^FuzzStr$$' -fuzztime $(1)
+	$(GO) test ./compiler/source/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(1)
+	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(1)
+	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzMutatorYAML$$' -fuzztime $(1)
+endef
+
 # Go fuzz targets, each for FUZZTIME; then fuzz-diff: MAPC_DIFF_N (default 100000) generated
 # differential cases from seed MAPC_DIFF_SEED (verify/differential_test.go; about an hour on 2 cores).
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test ./cel/ -run '^$$' -fuzz '^FuzzStr$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./compiler/source/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzMutatorYAML$$' -fuzztime $(FUZZTIME)
+	$(call fuzz-each,$(FUZZTIME))
 	MAPC_DIFF_N=$${MAPC_DIFF_N:-100000} MAPC_DIFF_SEED=$${MAPC_DIFF_SEED:-1000001} $(GO) test ./verify/ -count=1 -timeout 0 -run '^TestDifferential$$' -v
+
+# Each Go fuzz target for FUZZTIME_SHORT (make test runs this too).
+FUZZTIME_SHORT ?= 5s
+fuzz-short:
+	$(call fuzz-each,$(FUZZTIME_SHORT))
 
 bench:
 	MAPC_BENCH=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/

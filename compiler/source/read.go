@@ -12,7 +12,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -155,97 +157,168 @@ func expand(p string) ([]string, error) {
 	return files, err
 }
 
-// Parse splits a YAML or JSON stream into documents; kind: List items become documents of their
-// own. Empty documents are skipped. Every malformed document is reported.
+// Parse splits a YAML or JSON stream into documents and reads each as kubectl does: a line
+// "---" separates documents (k8s.io/apimachinery's YAMLReader), and a document's object is
+// what sigs.k8s.io/yaml (YAML 1.1, then JSON) makes of its text; kind: List items become
+// documents of their own. Empty documents are skipped. Every malformed document is reported.
 func Parse(file string, data []byte) ([]*Document, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	secs, seps := split(data)
+	var errs []*Error
+	for _, e := range seps {
+		errs = append(errs, &Error{File: file, Line: e.line, Msg: fmt.Sprintf("%q after ---: a line that starts with --- separates documents and holds nothing else but a comment; put the document's content on the next line", e.rest)})
+	}
 	var docs []*Document
-	var errs []error
-	for i := 0; ; i++ {
-		var n yaml.Node
-		err := dec.Decode(&n)
+	for i, sec := range secs {
+		ds, es := parseSection(file, sec, i)
+		docs = append(docs, ds...)
+		errs = append(errs, es...)
+	}
+	if len(errs) == 0 {
+		return docs, nil
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	l := make(ErrorList, len(errs))
+	for i, e := range errs {
+		l[i] = e
+	}
+	return docs, l
+}
+
+// parseSection reads the document in one section, the i-th of its file.
+func parseSection(file string, sec section, i int) ([]*Document, []*Error) {
+	dec := yaml.NewDecoder(bytes.NewReader(sec.text))
+	var n yaml.Node
+	if err := dec.Decode(&n); err == io.EOF {
+		return nil, nil
+	} else if err != nil {
+		return nil, []*Error{positioned(file, sec, "not valid YAML or JSON", err)}
+	}
+	var errs []*Error
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			errs = append(errs, &Error{File: file, Msg: "not valid YAML or JSON: " + strings.TrimPrefix(err.Error(), "yaml: ")})
+			errs = append(errs, positioned(file, sec, "not valid YAML or JSON", err))
 			break
 		}
-		if len(n.Content) == 0 || (n.Content[0].Kind == yaml.ScalarNode && n.Content[0].Tag == "!!null") {
-			continue
+		if len(more.Content) > 0 {
+			errs = append(errs, &Error{File: file, Line: sec.line + more.Line - 1, Msg: "a second document without a line --- before it: kubectl reads only the first document between two lines ---; put a line --- before this one"})
+			break
 		}
-		root := n.Content[0]
-		line := root.Line
-		if root.Kind != yaml.MappingNode {
-			errs = append(errs, &Error{File: file, Line: line, Msg: "a document must be a mapping (a Kubernetes object)"})
-			continue
-		}
-		obj, err := toObject(&n)
-		if err != nil {
-			errs = append(errs, &Error{File: file, Line: line, Msg: err.Error()})
-			continue
-		}
-		if obj.IsList() {
-			items, _, _ := unstructured.NestedSlice(obj.Object, "items")
-			itemNodes := listItemNodes(root)
-			for j, it := range items {
-				m, ok := it.(map[string]any)
-				if !ok {
-					errs = append(errs, &Error{File: file, Line: line, Msg: fmt.Sprintf("items[%d] is not an object", j)})
-					continue
-				}
-				d := &Document{File: file, Line: line, Object: &unstructured.Unstructured{Object: m}, index: i*100000 + j}
-				if j < len(itemNodes) {
-					d.node = itemNodes[j]
-					d.Line = itemNodes[j].Line
-				}
-				docs = append(docs, d)
-			}
-			continue
-		}
-		docs = append(docs, &Document{File: file, Line: line, Object: obj, node: root, index: i * 100000})
 	}
-	return docs, joinErrors(errs)
+	if len(n.Content) == 0 || (n.Content[0].Kind == yaml.ScalarNode && n.Content[0].Tag == "!!null") {
+		return nil, errs
+	}
+	root := n.Content[0]
+	off := sec.line - 1
+	if root.Kind != yaml.MappingNode {
+		return nil, append(errs, &Error{File: file, Line: root.Line + off, Msg: "a document must be a mapping (a Kubernetes object)"})
+	}
+	m, err := newText(sec.text).toObject(root)
+	if err != nil {
+		return nil, append(errs, positioned(file, sec, "", err))
+	}
+	shift(root, off)
+	obj := &unstructured.Unstructured{Object: m}
+	if !obj.IsList() {
+		return []*Document{{File: file, Line: root.Line, Object: obj, node: root, index: i * 100000}}, errs
+	}
+	var docs []*Document
+	items, _, _ := unstructured.NestedSlice(obj.Object, "items")
+	itemNodes := listItemNodes(root)
+	for j, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			errs = append(errs, &Error{File: file, Line: root.Line, Msg: fmt.Sprintf("items[%d] is not an object", j)})
+			continue
+		}
+		d := &Document{File: file, Line: root.Line, Object: &unstructured.Unstructured{Object: m}, index: i*100000 + j}
+		if j < len(itemNodes) {
+			d.node = itemNodes[j]
+			d.Line = itemNodes[j].Line
+		}
+		docs = append(docs, d)
+	}
+	return docs, errs
+}
+
+// shift adds off to the line of every node at or below n.
+func shift(n *yaml.Node, off int) {
+	n.Line += off
+	for _, c := range n.Content {
+		shift(c, off)
+	}
+}
+
+// yamlLine matches the line yaml v2 and v3 put in an error.
+var yamlLine = regexp.MustCompile(`yaml: line (\d+): `)
+
+// positioned is err, from reading sec's text, at the line of the file it names.
+func positioned(file string, sec section, what string, err error) *Error {
+	msg := err.Error()
+	line := sec.line
+	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
+		if l, err := strconv.Atoi(msg[m[2]:m[3]]); err == nil {
+			line = sec.line + l - 1
+		}
+		msg = msg[:m[0]] + msg[m[1]:]
+	}
+	msg = strings.ReplaceAll(msg, "yaml: ", "")
+	if what != "" {
+		msg = what + ": " + msg
+	}
+	return &Error{File: file, Line: line, Msg: msg}
 }
 
 func listItemNodes(root *yaml.Node) []*yaml.Node {
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "items" && root.Content[i+1].Kind == yaml.SequenceNode {
-			return root.Content[i+1].Content
+	if items := child(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+		return items.Content
+	}
+	return nil
+}
+
+// child is the value of key in mapping n (the first such key), or nil.
+func child(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == key {
+			return n.Content[i+1]
 		}
 	}
 	return nil
 }
 
-func toObject(n *yaml.Node) (*unstructured.Unstructured, error) {
-	if len(n.Content) == 1 {
-		if v, ok := plainValue(n.Content[0]); ok {
-			if m, ok := v.(map[string]any); ok {
-				return &unstructured.Unstructured{Object: m}, nil
-			}
+// toObject is the object in mapping root, read directly when plainValue can, else as kubectl
+// reads the text.
+func (t *text) toObject(root *yaml.Node) (map[string]any, error) {
+	if v, ok := t.plainValue(root); ok {
+		if m, ok := v.(map[string]any); ok {
+			return m, nil
 		}
 	}
-	return viaJSON(n)
+	return kubectlRead(t.src)
 }
 
-// viaJSON converts n as kubectl reads YAML (sigs.k8s.io/yaml: YAML 1.1 scalars, then JSON), by
-// encoding it again. Block scalars are encoded double-quoted: a folded one with more-indented
-// lines would not read back the same.
-func viaJSON(n *yaml.Node) (*unstructured.Unstructured, error) {
-	quoteBlocks(n)
-	out, err := yaml.Marshal(n)
+// kubectlRead reads a document as kubectl does: sigs.k8s.io/yaml (YAML 1.1) to JSON, then
+// JSON as the API machinery reads it (integers as int64).
+func kubectlRead(src []byte) (map[string]any, error) {
+	js, err := sigsyaml.YAMLToJSON(src)
 	if err != nil {
-		return nil, err
-	}
-	js, err := sigsyaml.YAMLToJSON(out)
-	if err != nil {
-		return nil, fmt.Errorf("not valid YAML: %v", err)
+		return nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	var m map[string]any
 	if err := utiljson.Unmarshal(js, &m); err != nil {
 		return nil, fmt.Errorf("not a Kubernetes object: %v", err)
 	}
-	return &unstructured.Unstructured{Object: m}, nil
+	if m == nil {
+		return nil, fmt.Errorf("a document must be a mapping (a Kubernetes object)")
+	}
+	return m, nil
 }
 
 // ErrorList is every problem found, each on its own line.
@@ -267,102 +340,4 @@ func joinErrors(errs []error) error {
 		return nil
 	}
 	return ErrorList(errs)
-}
-
-// plainValue is n's value as viaJSON would give it, for the documents nearly all inputs are:
-// mappings and sequences of quoted strings, plain strings that YAML 1.1 reads as strings, the
-// plain words it reads as booleans or null, and plain decimal integers. Anything else (other
-// numbers, timestamps, tags, aliases, merge keys, keys that are not strings, a key given twice)
-// is not ok, and viaJSON, which re-encodes the document, decides. Parsing 10,000 mutators spent
-// most of its time re-encoding.
-func plainValue(n *yaml.Node) (any, bool) {
-	if n.Style&yaml.TaggedStyle != 0 {
-		return nil, false
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, ok := plainValue(n.Content[i])
-			key, isStr := k.(string)
-			if !ok || !isStr || n.Content[i].Kind != yaml.ScalarNode {
-				return nil, false
-			}
-			if _, dup := m[key]; dup {
-				return nil, false
-			}
-			v, ok := plainValue(n.Content[i+1])
-			if !ok {
-				return nil, false
-			}
-			m[key] = v
-		}
-		return m, true
-	case yaml.SequenceNode:
-		l := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, ok := plainValue(c)
-			if !ok {
-				return nil, false
-			}
-			l = append(l, v)
-		}
-		return l, true
-	case yaml.ScalarNode:
-		if n.Style != 0 {
-			return n.Value, true // quoted, literal or folded: a string
-		}
-		return plainScalar(n.Value)
-	}
-	return nil, false
-}
-
-// yaml11Words are the plain scalars YAML 1.1 (go.yaml.in/yaml/v2, which sigs.k8s.io/yaml uses)
-// reads as something other than a string and that start with a letter or "~".
-var yaml11Words = map[string]any{
-	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true,
-	"true": true, "True": true, "TRUE": true, "on": true, "On": true, "ON": true,
-	"n": false, "N": false, "no": false, "No": false, "NO": false,
-	"false": false, "False": false, "FALSE": false, "off": false, "Off": false, "OFF": false,
-	"~": nil, "null": nil, "Null": nil, "NULL": nil,
-}
-
-// plainScalar reads a plain scalar as YAML 1.1 does, when that is simple: empty (null), a
-// word of yaml11Words, a string that cannot be anything else (its first character is not one
-// YAML 1.1 looks further at), a decimal integer without sign or leading zeros.
-func plainScalar(s string) (any, bool) {
-	if s == "" {
-		return nil, true
-	}
-	if v, ok := yaml11Words[s]; ok {
-		return v, true
-	}
-	c := s[0]
-	switch {
-	case c >= '1' && c <= '9' || c == '0' && len(s) == 1:
-		if len(s) > 18 {
-			return nil, false
-		}
-		var v int64
-		for i := 0; i < len(s); i++ {
-			if s[i] < '0' || s[i] > '9' {
-				return nil, false
-			}
-			v = v*10 + int64(s[i]-'0')
-		}
-		return v, true
-	case c >= '0' && c <= '9', c == '+', c == '-', c == '.', c == '<':
-		return nil, false // other numbers, timestamps, .inf, merge keys
-	}
-	return s, true
-}
-
-// quoteBlocks makes every literal or folded scalar below n double-quoted (the same string).
-func quoteBlocks(n *yaml.Node) {
-	if n.Kind == yaml.ScalarNode && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-		n.Style = n.Style&^(yaml.LiteralStyle|yaml.FoldedStyle) | yaml.DoubleQuotedStyle
-	}
-	for _, c := range n.Content {
-		quoteBlocks(c)
-	}
 }

@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"strconv"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -138,6 +139,27 @@ func (t *text) plainValue(n *yaml.Node) (any, bool) {
 		return plainScalar(n.Value)
 	}
 	return nil, false
+}
+
+// keyName is the name kubectl gives the field of key n (a scalar key read directly), and
+// false if it is not read directly.
+func (t *text) keyName(n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	v, ok := t.plainValue(n)
+	if !ok {
+		return "", false
+	}
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool:
+		return strconv.FormatBool(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	}
+	return "", false // null: not a field name kubectl accepts
 }
 
 // yaml11Words are the plain scalars YAML 1.1 (go.yaml.in/yaml/v2, which sigs.k8s.io/yaml uses)

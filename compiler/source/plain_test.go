@@ -22,8 +22,9 @@ import (
 // agree checks data against kubectl's reading of it (k8s.io/apimachinery's YAMLReader cuts the
 // stream, sigs.k8s.io/yaml reads each part): split cuts the same sections; every document Parse
 // returns holds what kubectl reads from its section (a List's items, each); a section kubectl
-// reads as an object gives a document unless Parse reports why not; and plainValue, where it
-// reads a section directly, reads the same. It returns how many sections plainValue read.
+// reads as an object gives a document unless Parse reports why not; a section whose keys
+// kubectl's strict reading finds twice is refused as a duplicate; and plainValue, where it reads
+// a section directly, reads the same. It returns how many sections plainValue read.
 func agree(t *testing.T, name string, data []byte) int {
 	t.Helper()
 	secs, seps := split(data)
@@ -77,6 +78,9 @@ func agree(t *testing.T, name string, data []byte) int {
 			}
 			continue
 		}
+		if _, serr := sigsyaml.YAMLToJSONStrict(sec.text); serr != nil && !hasError(errs, "duplicate key", "not valid YAML") {
+			t.Errorf("%s: section %d (%q): kubectl's strict reading: %v; Parse: %v", name, i, short(sec.text), serr, errs)
+		}
 		var objs []any
 		if u := (&unstructured.Unstructured{Object: want}); u.IsList() {
 			objs, _, _ = unstructured.NestedSlice(want, "items")
@@ -120,6 +124,18 @@ func short(b []byte) string {
 	return string(b)
 }
 
+// hasError reports whether one of errs says one of the things.
+func hasError(errs []*Error, things ...string) bool {
+	for _, e := range errs {
+		for _, s := range things {
+			if strings.Contains(e.Msg, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // readings are streams whose reading is easy to get wrong; FuzzParse starts from them too.
 var readings = []string{
 	"a: yes\nb: Yes\nc: y\nd: on\ne: OFF\nf: n\ng: 'on'\nh: \"yes\"\n",
@@ -136,6 +152,8 @@ var readings = []string{
 	"\ufeffa: ! x\nb: 1\n", "a: 1\r\nb: ! 2\r\n", "a: 1\rb: ! 2\n", "a: \u2028b: ! 2\n",
 	// Sections as kubectl cuts them.
 	"---\na: 1\n---\n---\nb: 2\n", "a: 1\n--- x\nb: 2\n", "a: 1\n---\n\n---\n# c\n---\nkind: List\nitems: [{a: 1}, 2]\n",
+	// Keys given twice, as kubectl names fields.
+	"a: 1\nb: {c: 1, c: 2}\n", "1: a\n'1': b\n", "! 1: a\n1: b\n", "d:\n  <<: {a: 1}\n  <<: {b: 1}\n", "1.0: a\n1: b\n", "y: a\ntrue: b\n", "a: [{b: 1, b: 2}]\n",
 }
 
 // TestPlainValueAgrees: documents are cut and read as kubectl cuts and reads them, on YAML

@@ -160,7 +160,9 @@ func expand(p string) ([]string, error) {
 // Parse splits a YAML or JSON stream into documents and reads each as kubectl does: a line
 // "---" separates documents (k8s.io/apimachinery's YAMLReader), and a document's object is
 // what sigs.k8s.io/yaml (YAML 1.1, then JSON) makes of its text; kind: List items become
-// documents of their own. Empty documents are skipped. Every malformed document is reported.
+// documents of their own. Empty documents are skipped. Every malformed document is reported,
+// and so is every mapping key given twice, at any depth: kubectl would keep the last, the API
+// server rejects such an object, and Parse does not return its document.
 func Parse(file string, data []byte) ([]*Document, error) {
 	secs, seps := split(data)
 	var errs []*Error
@@ -217,7 +219,16 @@ func parseSection(file string, sec section, i int) ([]*Document, []*Error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, append(errs, &Error{File: file, Line: root.Line + off, Msg: "a document must be a mapping (a Kubernetes object)"})
 	}
-	m, err := newText(sec.text).toObject(root)
+	t := newText(sec.text)
+	if dups := t.duplicates(root, nil, nil); len(dups) > 0 {
+		for _, d := range dups {
+			d.line += off
+			d.first += off
+			errs = append(errs, duplicateError(file, root, d))
+		}
+		return nil, errs
+	}
+	m, err := t.toObject(root)
 	if err != nil {
 		return nil, append(errs, positioned(file, sec, "", err))
 	}

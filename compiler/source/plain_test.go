@@ -27,7 +27,7 @@ import (
 // a section directly, reads the same. It returns how many sections plainValue read.
 func agree(t *testing.T, name string, data []byte) int {
 	t.Helper()
-	secs, seps := split(data)
+	secs, seps, _ := split(data)
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for k := 0; ; k++ {
 		text, err := r.Read()
@@ -151,7 +151,8 @@ var readings = []string{
 	"\n---\nA0:\nA12: !\nA:", "a: ! 1\nb: [! 1, !  , ! ]\nc: ! {a: 1}\nd: &x ! y\ne: !<!> 2\n",
 	"\ufeffa: ! x\nb: 1\n", "a: 1\r\nb: ! 2\r\n", "a: 1\rb: ! 2\n", "a: \u2028b: ! 2\n",
 	// Sections as kubectl cuts them.
-	"---\na: 1\n---\n---\nb: 2\n", "a: 1\n--- x\nb: 2\n", "a: 1\n---\n\n---\n# c\n---\nkind: List\nitems: [{a: 1}, 2]\n",
+	"---\na: 1\n---\n---\nb: 2\n", "a: 1\nb: " + strings.Repeat("x", 4093), "a: 1\nb: " + strings.Repeat("x", 4093) + "\n",
+	"a: 1\nb: " + strings.Repeat("x", 5000), "a: " + strings.Repeat("x", 4092) + "\r\nb: 1", "a: 1\n--- x\nb: 2\n", "a: 1\n---\n\n---\n# c\n---\nkind: List\nitems: [{a: 1}, 2]\n",
 	// Keys given twice, as kubectl names fields.
 	"a: 1\nb: {c: 1, c: 2}\n", "1: a\n'1': b\n", "! 1: a\n1: b\n", "d:\n  <<: {a: 1}\n  <<: {b: 1}\n", "1.0: a\n1: b\n", "y: a\ntrue: b\n", "a: [{b: 1, b: 2}]\n",
 }

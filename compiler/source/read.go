@@ -164,8 +164,11 @@ func expand(p string) ([]string, error) {
 // and so is every mapping key given twice, at any depth: kubectl would keep the last, the API
 // server rejects such an object, and Parse does not return its document.
 func Parse(file string, data []byte) ([]*Document, error) {
-	secs, seps := split(data)
+	secs, seps, lost := split(data)
 	var errs []*Error
+	if lost > 0 {
+		errs = append(errs, &Error{File: file, Line: lost, Msg: "the last line does not end with a newline and its length is a multiple of 4096 bytes: kubectl leaves such a line out; end the file with a newline"})
+	}
 	for _, e := range seps {
 		errs = append(errs, &Error{File: file, Line: e.line, Msg: fmt.Sprintf("%q after ---: a line that starts with --- separates documents and holds nothing else but a comment; put the document's content on the next line", e.rest)})
 	}

@@ -46,13 +46,14 @@ items:
 
 func TestParseErrors(t *testing.T) {
 	for in, want := range map[string]string{
-		"a: [":                     "f.yaml:1: not valid YAML or JSON: did not find expected node content",
-		"a: 1\nb: 2\n---\nc: [\n":  "f.yaml:4: not valid YAML or JSON",
-		"a: 1\n--- b: 2\n":         `f.yaml:2: "b: 2" after ---: a line that starts with --- separates documents`,
-		"a: 1\n...\nb: 2\n":        "f.yaml:2: not valid YAML or JSON: did not find expected <document start>",
-		"- a\n- b\n":               "f.yaml:1: a document must be a mapping",
-		`{"kind": 1`:               "not valid YAML or JSON",
-		"kind: List\nitems: [1]\n": "items[0] is not an object",
+		"a: [":                                  "f.yaml:1: not valid YAML or JSON: did not find expected node content",
+		"a: 1\nb: 2\n---\nc: [\n":               "f.yaml:4: not valid YAML or JSON",
+		"a: 1\n--- b: 2\n":                      `f.yaml:2: "b: 2" after ---: a line that starts with --- separates documents`,
+		"a: 1\n...\nb: 2\n":                     "f.yaml:2: not valid YAML or JSON: did not find expected <document start>",
+		"- a\n- b\n":                            "f.yaml:1: a document must be a mapping",
+		"a: 1\nb: " + strings.Repeat("x", 8189): "f.yaml:2: the last line does not end with a newline and its length is a multiple of 4096 bytes",
+		`{"kind": 1`:                            "not valid YAML or JSON",
+		"kind: List\nitems: [1]\n":              "items[0] is not an object",
 	} {
 		_, err := Parse("f.yaml", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {

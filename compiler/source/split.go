@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bufio"
 	"bytes"
 	"strings"
 )
@@ -25,9 +26,11 @@ type separatorError struct {
 // if there is no section to end. A line that starts with "---" followed by anything else is a
 // separatorError, and is left out; kubectl stops there, whereas the text before it is still a
 // section here, and reading goes on after it.
-func split(data []byte) ([]section, []separatorError) {
-	var secs []section
-	var errs []separatorError
+//
+// Lines are read as kubectl reads them (bufio.Reader.ReadLine, 4096-byte buffer), which leaves
+// out a last line without a newline whose length is a multiple of 4096 bytes; lost is its line
+// number then, else 0.
+func split(data []byte) (secs []section, seps []separatorError, lost int) {
 	var buf []byte
 	start := 0 // line the text in buf starts on
 	flush := func() {
@@ -36,18 +39,25 @@ func split(data []byte) ([]section, []separatorError) {
 			buf = nil
 		}
 	}
-	for lineNo := 1; len(data) > 0; lineNo++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-			line = bytes.TrimSuffix(line, []byte("\r"))
-		} else {
-			data = nil
+	r := bufio.NewReaderSize(bytes.NewReader(data), 4096)
+	for lineNo := 1; ; lineNo++ {
+		var line []byte
+		more, err := true, error(nil)
+		for more && err == nil {
+			var part []byte
+			part, more, err = r.ReadLine()
+			line = append(line, part...)
+		}
+		if err != nil { // io.EOF: a bytes.Reader fails no other way
+			if len(line) > 0 {
+				lost = lineNo
+			}
+			break
 		}
 		if bytes.HasPrefix(line, []byte("---")) {
 			rest := strings.TrimSpace(string(line[3:]))
 			if rest != "" && rest[0] != '#' {
-				errs = append(errs, separatorError{line: lineNo, rest: rest})
+				seps = append(seps, separatorError{line: lineNo, rest: rest})
 				flush()
 				continue
 			}
@@ -63,5 +73,5 @@ func split(data []byte) ([]section, []separatorError) {
 		buf = append(append(buf, line...), '\n')
 	}
 	flush()
-	return secs, errs
+	return secs, seps, lost
 }

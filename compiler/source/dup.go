@@ -41,7 +41,8 @@ func render(path []step) string {
 }
 
 // duplicates appends every key of a mapping at or below n that repeats a field name. Merge
-// keys (<<) are left out: YAML merges them. Aliases are not followed: their mapping is checked
+// keys (<<) are left out, and so are the keys they merge: giving one again overrides it, as
+// YAML means (kubectl's strict reading refuses that; the API server never sees it). Aliases are not followed: their mapping is checked
 // where it is defined.
 func (t *text) duplicates(n *yaml.Node, path []step, out []duplicate) []duplicate {
 	switch n.Kind {

@@ -145,8 +145,8 @@ metadata: {name: b, labels: {x: "1", y: "2", x: "3"}}
 		in:   "kind: List\nitems:\n- kind: A\n  metadata: {name: a}\n- kind: B\n  metadata:\n    name: b\n    name: c\n",
 		errs: []string{`f.yaml:8: items[1].metadata: duplicate key "name" (also on line 7)` + what},
 	}, {
-		name: "not duplicates: other mappings, merge keys, a string that looks like a tag",
-		in:   "kind: A\nmetadata: {name: a}\nx: {a: 1}\ny: {a: 1}\nb: &b {p: 1}\nc: &c {q: 1}\nd:\n  <<: *b\n  <<: *c\ne: {'1': x, ! 01: y}\n",
+		name: "not duplicates: other mappings, merge keys, a merged key given again, a string that looks like a tag",
+		in:   "kind: A\nmetadata: {name: a}\nx: {a: 1}\ny: {a: 1}\nb: &b {p: 1}\nc: &c {q: 1}\nd:\n  <<: *b\n  <<: *c\n  p: 2\ne: {'1': x, ! 01: y}\n",
 		kept: []string{"a"},
 	}}
 	for _, c := range cases {

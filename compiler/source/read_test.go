@@ -1,6 +1,8 @@
 package source
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,6 +69,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"v1","kind":"X"}`))
 	for _, s := range readings {
 		f.Add([]byte(s))
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "gatekeeper", "*.yaml"))
+	for _, name := range files {
+		if data, err := os.ReadFile(name); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agree(t, "fuzz input", data)

@@ -59,7 +59,8 @@ func (t *text) duplicates(n *yaml.Node, path []step, out []duplicate) []duplicat
 			name string
 			line int
 		}
-		names := make([]seen, 0, min(len(n.Content)/2, 17)) // few keys: a slice is faster than a map
+		var few [16]seen
+		names := few[:0] // few keys: a slice is faster than a map
 		var index map[string]int
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -80,7 +81,7 @@ func (t *text) duplicates(n *yaml.Node, path []step, out []duplicate) []duplicat
 					out = append(out, duplicate{path: render(path), name: name, line: k.Line, first: first})
 				} else {
 					names = append(names, seen{name, k.Line})
-					if index == nil && len(names) > 16 {
+					if index == nil && len(names) > len(few) {
 						index = make(map[string]int, len(n.Content)/2)
 						for _, s := range names {
 							index[s.name] = s.line

@@ -28,7 +28,8 @@ func newText(src []byte) *text {
 	if bytes.HasPrefix(src, []byte("\xef\xbb\xbf")) {
 		first = 3
 	}
-	t.starts = append(t.starts, first)
+	t.starts = make([]int, 1, bytes.Count(src, []byte("\n"))+2)
+	t.starts[0] = first
 	for i := first; i < len(src); i++ {
 		switch c := src[i]; {
 		case c == '\n':
@@ -144,22 +145,22 @@ func (t *text) plainValue(n *yaml.Node) (any, bool) {
 // keyName is the name kubectl gives the field of key n (a scalar key read directly), and
 // false if it is not read directly.
 func (t *text) keyName(n *yaml.Node) (string, bool) {
-	if n.Kind != yaml.ScalarNode {
+	if n.Kind != yaml.ScalarNode || !t.plainNode(n) {
 		return "", false
 	}
-	v, ok := t.plainValue(n)
-	if !ok {
+	if n.Style != 0 {
+		return n.Value, true
+	}
+	if v, ok := yaml11Words[n.Value]; ok {
+		if b, ok := v.(bool); ok {
+			return strconv.FormatBool(b), true
+		}
+		return "", false // null: not a field name kubectl accepts
+	}
+	if plainKind(n.Value) == 0 {
 		return "", false
 	}
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case bool:
-		return strconv.FormatBool(v), true
-	case int64:
-		return strconv.FormatInt(v, 10), true
-	}
-	return "", false // null: not a field name kubectl accepts
+	return n.Value, true // a string, or a decimal integer written as kubectl writes it
 }
 
 // yaml11Words are the plain scalars YAML 1.1 (go.yaml.in/yaml/v2, which sigs.k8s.io/yaml uses)
@@ -182,22 +183,45 @@ func plainScalar(s string) (any, bool) {
 	if v, ok := yaml11Words[s]; ok {
 		return v, true
 	}
+	switch plainKind(s) {
+	case plainInt:
+		var v int64
+		for i := 0; i < len(s); i++ {
+			v = v*10 + int64(s[i]-'0')
+		}
+		return v, true
+	case plainString:
+		return s, true
+	}
+	return nil, false
+}
+
+const (
+	plainInt = 1 + iota
+	plainString
+)
+
+// plainKind tells what a plain scalar that is not one of yaml11Words is, when that is simple:
+// a decimal integer without sign or leading zeros (plainInt), a string that cannot be anything
+// else (plainString: its first character is not one YAML 1.1 looks further at); 0 otherwise.
+func plainKind(s string) int {
+	if s == "" {
+		return 0
+	}
 	c := s[0]
 	switch {
 	case c >= '1' && c <= '9' || c == '0' && len(s) == 1:
 		if len(s) > 18 {
-			return nil, false
+			return 0
 		}
-		var v int64
 		for i := 0; i < len(s); i++ {
 			if s[i] < '0' || s[i] > '9' {
-				return nil, false
+				return 0
 			}
-			v = v*10 + int64(s[i]-'0')
 		}
-		return v, true
+		return plainInt
 	case c >= '0' && c <= '9', c == '+', c == '-', c == '.', c == '<':
-		return nil, false // other numbers, timestamps, .inf, merge keys
+		return 0 // other numbers, timestamps, .inf, merge keys
 	}
-	return s, true
+	return plainString
 }

@@ -223,7 +223,7 @@ func parseSection(file string, sec section, i int) ([]*Document, []*Error) {
 		return nil, append(errs, &Error{File: file, Line: root.Line + off, Msg: "a document must be a mapping (a Kubernetes object)"})
 	}
 	t := newText(sec.text)
-	if dups := t.duplicates(root, nil, nil); len(dups) > 0 {
+	if dups := t.duplicates(root, make([]step, 0, 16), nil); len(dups) > 0 {
 		for _, d := range dups {
 			d.line += off
 			d.first += off

@@ -41,12 +41,14 @@ func split(data []byte) (secs []section, seps []separatorError, lost int) {
 	}
 	r := bufio.NewReaderSize(bytes.NewReader(data), 4096)
 	for lineNo := 1; ; lineNo++ {
-		var line []byte
-		more, err := true, error(nil)
-		for more && err == nil {
-			var part []byte
-			part, more, err = r.ReadLine()
-			line = append(line, part...)
+		line, more, err := r.ReadLine() // valid until the next read
+		if more {
+			line = append([]byte(nil), line...)
+			for more && err == nil {
+				var part []byte
+				part, more, err = r.ReadLine()
+				line = append(line, part...)
+			}
 		}
 		if err != nil { // io.EOF: a bytes.Reader fails no other way
 			if len(line) > 0 {

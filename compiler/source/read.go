@@ -1,6 +1,7 @@
 // Package source reads Kubernetes documents from files, directories and standard input: YAML
-// streams with several documents, JSON, and kind: List. Every document keeps its file and the
-// line each of its fields starts on, so that later phases can report "file:line: ...".
+// streams with several documents, JSON, and kind: List, each read as kubectl reads it, and
+// refused if a mapping gives a key twice. Every document keeps its file and the line each of
+// its fields starts on, so that later phases can report "file:line: ...".
 //
 // It does not interpret the documents: which ones are policies is the front ends' business.
 package source

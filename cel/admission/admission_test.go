@@ -261,10 +261,10 @@ func TestAdmit(t *testing.T) {
 			wantLabels: nil,
 		},
 		{
-			name:       "namespaceSelector skips unknown (unlabelled) namespace",
-			sets:       []PolicySet{nsPolicy},
-			req:        Request{Object: pod("elsewhere", nil)},
-			wantLabels: nil,
+			name:    "namespaceSelector on a namespace not given is refused",
+			sets:    []PolicySet{nsPolicy},
+			req:     Request{Object: pod("elsewhere", nil)},
+			wantErr: "namespace elsewhere is not given",
 		},
 		{
 			name:       "matchConditions true applies",

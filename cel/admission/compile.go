@@ -43,27 +43,30 @@ func compilePolicy(policy *v1.MutatingAdmissionPolicy) mutating.PolicyEvaluator 
 		}
 		conditions := &meteredConditions{compiler.CompileCondition(matchExpressionAccessors, opts, environment.StoredExpressions), policy.Name}
 		matcher = matchconditions.NewMatcher(conditions, policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
+		matcher = &tracedMatcher{matcher, ignores(policy.Spec.FailurePolicy)} // mapc: see Trace
 	}
 
 	// Compiler patchers
 	var patchers []patch.Patcher
 	patchOptions := opts
 	patchOptions.HasPatchTypes = true
-	// (mapc: each evaluator is wrapped to record its cost when the context asks for it; see
-	// CostRecord.)
+	// (mapc: each evaluator is wrapped to record its cost when the context asks for it, see
+	// CostRecord, and each patcher to record the failures failurePolicy Ignore swallows, see
+	// Trace.)
+	ignore := ignores(policy.Spec.FailurePolicy)
 	for i, m := range policy.Spec.Mutations {
 		switch m.PatchType {
 		case v1.PatchTypeJSONPatch:
 			if m.JSONPatch != nil {
 				accessor := &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}
 				compileResult := compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)
-				patchers = append(patchers, patch.NewJSONPatcher(&meteredMutation{compileResult, policy.Name, i}))
+				patchers = append(patchers, &tracedPatcher{patch.NewJSONPatcher(&meteredMutation{compileResult, policy.Name, i}), policy.Name, i, ignore})
 			}
 		case v1.PatchTypeApplyConfiguration:
 			if m.ApplyConfiguration != nil {
 				accessor := &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}
 				compileResult := compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)
-				patchers = append(patchers, patch.NewApplyConfigurationPatcher(&meteredMutation{compileResult, policy.Name, i}))
+				patchers = append(patchers, &tracedPatcher{patch.NewApplyConfigurationPatcher(&meteredMutation{compileResult, policy.Name, i}), policy.Name, i, ignore})
 			}
 		}
 	}

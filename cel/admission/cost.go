@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 )
 
 // CostRecord collects the CEL runtime cost of the expressions evaluated by an Admit whose
@@ -75,5 +76,19 @@ type meteredConditions struct {
 func (m *meteredConditions) ForInput(ctx context.Context, va *admission.VersionedAttributes, req *admissionv1.AdmissionRequest, in plugincel.OptionalVariableBindings, ns *corev1.Namespace, budget int64) ([]plugincel.EvaluationResult, int64, error) {
 	res, remaining, err := m.ConditionEvaluator.ForInput(ctx, va, req, in, ns, budget)
 	record(ctx, m.policy, "matchConditions", budget, remaining, err)
+	// For Trace: the errors the matcher may ignore.
+	if err != nil {
+		recordConditionError(ctx, Failure{Policy: m.policy, Expression: "spec.matchConditions", Err: err.Error()})
+	}
+	for i, r := range res {
+		if r.Error == nil {
+			continue
+		}
+		expr := fmt.Sprintf("spec.matchConditions[%d]", i)
+		if mc, ok := r.ExpressionAccessor.(*matchconditions.MatchCondition); ok {
+			expr += fmt.Sprintf(" (%s)", mc.Name)
+		}
+		recordConditionError(ctx, Failure{Policy: m.policy, Expression: expr, Err: r.Error.Error()})
+	}
 	return res, remaining, err
 }

@@ -80,9 +80,19 @@
 //     policy.
 //   - Namespaces: the Options.Namespaces objects get the label
 //     kubernetes.io/metadata.name that the API server sets. A namespace that
-//     is not listed is taken to exist with only that label. A namespaced
-//     object without metadata.namespace is admitted in (and gets) namespace
-//     "default", like kubectl and the API server would.
+//     is not listed is taken to exist with only that label, as long as no
+//     policy that applies to the request looks at its other labels (a
+//     namespaceSelector on them, or an expression reading namespaceObject
+//     beyond its name): then Admit refuses the request with a
+//     NamespaceNotGivenError instead of guessing. The one requirement taken
+//     as met is admission.gatekeeper.sh/ignore DoesNotExist (Gatekeeper's
+//     installation, which mapc puts in every binding); Trace lists the
+//     namespaces so assumed. A namespaced object without metadata.namespace
+//     is admitted in (and gets) namespace "default", like kubectl and the
+//     API server would.
+//   - Ignored failures: the API server tells a client nothing when
+//     failurePolicy Ignore swallows a failing expression; the evaluator
+//     records them in a Trace (see there for where they are observed).
 //   - Resources: the GVR comes from a RESTMapper over the client-go scheme
 //     (plural by meta.UnsafeGuessKindToResource, known cluster-scoped
 //     built-in kinds) and the CRDs; an unknown kind gets the guessed plural

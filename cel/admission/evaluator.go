@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -38,8 +40,13 @@ type Options struct {
 	// Namespaces are the namespace objects the matcher may look up
 	// (namespaceSelector) and that are passed to CEL as `namespaceObject`.
 	// A namespace that is not listed is looked up as a namespace that exists
-	// with no labels but kubernetes.io/metadata.name.
+	// with no labels but kubernetes.io/metadata.name; Admit refuses a request
+	// in such a namespace when a policy that applies looks at its other
+	// labels (NamespaceNotGivenError; see namespaces.go).
 	Namespaces []*corev1.Namespace
+	// GiveNamespacesWith ends NamespaceNotGivenError's advice: how the user
+	// gives Namespace objects, e.g. "with --namespaces or -f".
+	GiveNamespacesWith string
 	// CRDs are optional; they give the schemas (and resource names and
 	// scopes) of custom resources. Without its CRD a custom resource cannot
 	// be mutated (as in the API server, the mutation fails because the kind
@@ -74,11 +81,23 @@ type Evaluator struct {
 	dynClient  dynamic.Interface
 	authorizer authorizer.UnconditionalAuthorizer
 	stop       chan struct{}
+	// given are the names of Options.Namespaces; matcher is the API server's policy matcher,
+	// for checkNamespace.
+	given              map[string]bool
+	matcher            generic.PolicyMatcher
+	giveNamespacesWith string
 
 	mu      sync.Mutex
 	closed  bool
-	plugins map[string]*pluginEntry        // keyed by hash of the PolicySet
-	chains  map[string]admission.Interface // keyed by the ordered plugin keys
+	plugins map[string]*pluginEntry // keyed by hash of the PolicySet
+	chains  map[string]*chainEntry  // keyed by the ordered plugin keys
+}
+
+// chainEntry is a chain of plugin instances with what their policy sets need to know of a
+// request's namespace.
+type chainEntry struct {
+	chain admission.Interface
+	uses  []*namespaceUse
 }
 
 // readyTimeout bounds the wait for a new plugin instance's informers.
@@ -105,7 +124,10 @@ func New(opts Options) (*Evaluator, error) {
 		authorizer: authorizerfactory.NewAlwaysAllowAuthorizer(),
 		stop:       make(chan struct{}),
 		plugins:    map[string]*pluginEntry{},
-		chains:     map[string]admission.Interface{},
+		chains:     map[string]*chainEntry{},
+		given:      map[string]bool{},
+
+		giveNamespacesWith: opts.GiveNamespacesWith,
 	}
 
 	var nsObjs []runtime.Object
@@ -113,6 +135,7 @@ func New(opts Options) (*Evaluator, error) {
 		if ns == nil {
 			continue
 		}
+		e.given[ns.Name] = true
 		ns = ns.DeepCopy()
 		// The API server labels every namespace with its name (namespace
 		// defaulting in k8s.io/kubernetes), so selectors may rely on it.
@@ -140,6 +163,7 @@ func New(opts Options) (*Evaluator, error) {
 	})
 	e.nsFactory = informers.NewSharedInformerFactory(e.nsClient, 0)
 	nsInformer := e.nsFactory.Core().V1().Namespaces().Informer()
+	e.matcher = generic.NewPolicyMatcher(matching.NewMatcher(e.nsFactory.Core().V1().Namespaces().Lister(), e.nsClient))
 	e.nsFactory.Start(e.stop)
 	if err := waitFor(nsInformer.HasSynced); err != nil {
 		e.Close()
@@ -167,12 +191,15 @@ func (e *Evaluator) Close() {
 // Admit runs the policy sets in exactly the given order as the API server's
 // admission chain would, including one reinvocation round for IfNeeded
 // policies, and returns the admitted object (a deep copy; the input is not
-// modified) or the admission error.
+// modified) or the admission error. A request in a namespace not given whose
+// labels a policy that applies looks at is refused with a
+// *NamespaceNotGivenError before any policy runs. A Trace in ctx (WithTrace)
+// records what the admission did silently.
 func (e *Evaluator) Admit(ctx context.Context, sets []PolicySet, req Request) (*unstructured.Unstructured, error) {
 	if req.Object == nil {
 		return nil, errors.New("admission: request has no object")
 	}
-	chain, err := e.chainFor(sets)
+	c, err := e.chainFor(sets)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +207,10 @@ func (e *Evaluator) Admit(ctx context.Context, sets []PolicySet, req Request) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := chain.(admission.MutationInterface).Admit(ctx, attrs, e.objIfaces); err != nil {
+	if err := e.checkNamespace(c.uses, attrs, traceFrom(ctx)); err != nil {
+		return nil, err
+	}
+	if err := c.chain.(admission.MutationInterface).Admit(ctx, attrs, e.objIfaces); err != nil {
 		return nil, err
 	}
 	return e.toUnstructured(attrs.GetObject())
@@ -189,7 +219,7 @@ func (e *Evaluator) Admit(ctx context.Context, sets []PolicySet, req Request) (*
 // chainFor returns the admission chain for the policy sets in this order:
 // admission.Plugins.NewFromPlugins, i.e. the API server's chain handler
 // wrapped in its reinvocation handler, over one plugin instance per set.
-func (e *Evaluator) chainFor(sets []PolicySet) (admission.Interface, error) {
+func (e *Evaluator) chainFor(sets []PolicySet) (*chainEntry, error) {
 	keys := make([]string, len(sets))
 	for i, set := range sets {
 		k, err := setKey(set)
@@ -233,6 +263,10 @@ func (e *Evaluator) chainFor(sets []PolicySet) (admission.Interface, error) {
 		}
 	}
 
+	uses := make([]*namespaceUse, len(entries))
+	for i, entry := range entries {
+		uses[i] = entry.namespaceUse
+	}
 	plugins := admission.NewPlugins()
 	names := make([]string, len(entries))
 	for i, entry := range entries {
@@ -253,8 +287,9 @@ func (e *Evaluator) chainFor(sets []PolicySet) (admission.Interface, error) {
 	if c, ok := e.chains[chainKey]; ok {
 		return c, nil
 	}
-	e.chains[chainKey] = chain
-	return chain, nil
+	c := &chainEntry{chain: chain, uses: uses}
+	e.chains[chainKey] = c
+	return c, nil
 }
 
 const pluginNamePrefix = "MutatingAdmissionPolicy"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -22,11 +23,13 @@ type mutatingPlugin = mutating.Plugin
 
 // pluginEntry is one cached plugin instance, serving one PolicySet.
 type pluginEntry struct {
-	ready     chan struct{} // closed when plugin or err is set
-	plugin    *mutatingPlugin
-	err       error
-	stop      chan struct{}
-	closeOnce sync.Once
+	ready  chan struct{} // closed when plugin or err is set
+	plugin *mutatingPlugin
+	// namespaceUse is what the set needs to know of a request's namespace.
+	namespaceUse *namespaceUse
+	err          error
+	stop         chan struct{}
+	closeOnce    sync.Once
 }
 
 func (p *pluginEntry) close() { p.closeOnce.Do(func() { close(p.stop) }) }
@@ -53,11 +56,16 @@ func (e *Evaluator) build(entry *pluginEntry, set PolicySet) {
 	policy := set.Policy.DeepCopy()
 	DefaultPolicy(policy)
 	objs := []runtime.Object{policy}
+	var bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	for _, b := range set.Bindings {
 		b = b.DeepCopy()
 		DefaultBinding(b)
 		objs = append(objs, b)
+		if b.Spec.PolicyName == policy.Name {
+			bindings = append(bindings, b)
+		}
 	}
+	entry.namespaceUse = newNamespaceUse(policy, bindings)
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	policyInformer := factory.Admissionregistration().V1().MutatingAdmissionPolicies().Informer()

@@ -1,0 +1,361 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/cel-go/common"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+)
+
+// A namespace an object is admitted in, but that is not among Options.Namespaces, is taken to
+// exist with only its kubernetes.io/metadata.name label. That answer is right only as long as
+// nothing looks at its other labels. Admit therefore refuses (NamespaceNotGivenError) to admit
+// an object in a namespace not given when a policy that applies to the request apart from its
+// namespace selectors (its matchConstraints and one of its bindings, by the API server's own
+// matcher with the namespace selectors left out) looks at that namespace's labels:
+//
+//   - the policy's spec.matchConstraints.namespaceSelector or the binding's
+//     spec.matchResources.namespaceSelector requires a label other than
+//     kubernetes.io/metadata.name;
+//   - one of the policy's expressions reads namespaceObject beyond metadata.name (its labels,
+//     annotations, ...), as mapc's fused policies do for a mutator's namespaceSelector.
+//
+// Match conditions are not evaluated for this: a policy whose match conditions would leave the
+// object alone still counts. The one label requirement that is taken as satisfied is
+// admission.gatekeeper.sh/ignore DoesNotExist, which mapc gives every binding by default (as
+// Gatekeeper's webhook is installed): a namespace not given is taken as not ignored, and
+// Trace.AssumedNamespaces lists it.
+
+// GatekeeperIgnoreLabel is the namespace label that makes Gatekeeper's webhook, as installed by
+// its Helm chart and manifest, skip a namespace.
+const GatekeeperIgnoreLabel = "admission.gatekeeper.sh/ignore"
+
+// SelectorLabels lists the label keys a namespace selector needs to know besides
+// kubernetes.io/metadata.name, which every namespace carries with its own name, and says
+// whether it requires GatekeeperIgnoreLabel to be absent (a requirement not listed in keys).
+func SelectorLabels(sel *metav1.LabelSelector) (keys []string, ignoreLabel bool) {
+	if sel == nil {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	add := func(k string) {
+		if k != metadataNameLabel && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for k := range sel.MatchLabels {
+		add(k)
+	}
+	for _, r := range sel.MatchExpressions {
+		if r.Key == GatekeeperIgnoreLabel && r.Operator == metav1.LabelSelectorOpDoesNotExist {
+			ignoreLabel = true
+			continue
+		}
+		add(r.Key)
+	}
+	sort.Strings(keys)
+	return keys, ignoreLabel
+}
+
+// NamespaceNotGivenError refuses to admit an object whose namespace was not given while what
+// the policies do depends on that namespace's labels.
+type NamespaceNotGivenError struct {
+	Namespace string
+	// Uses are the places that look at the namespace's labels, e.g.
+	// "binding b: spec.matchResources.namespaceSelector on env".
+	Uses []string
+	// How says how to give the Namespace object, e.g. "with --namespaces or -f" (may be empty).
+	How string
+}
+
+func (e *NamespaceNotGivenError) Error() string {
+	how := ""
+	if e.How != "" {
+		how = " " + e.How
+	}
+	return fmt.Sprintf("namespace %s is not given, and the policies depend on its labels (%s): give the Namespace object (kubectl get namespace %s -o yaml)%s",
+		e.Namespace, strings.Join(e.Uses, "; "), e.Namespace, how)
+}
+
+// namespaceUse is what one PolicySet needs to know of a request's namespace, worked out once
+// per set.
+type namespaceUse struct {
+	policy   generic.PolicyAccessor // the policy without its namespace selector
+	bindings []bindingNamespaceUse
+	// uses are the policy's own uses of the namespace's labels (selector and expressions).
+	uses        []string
+	ignoreLabel bool
+}
+
+type bindingNamespaceUse struct {
+	binding     generic.BindingAccessor // the binding without its namespace selector
+	uses        []string
+	ignoreLabel bool
+}
+
+// needsNamespace reports whether anything of the set can depend on a namespace's labels.
+func (u *namespaceUse) needsNamespace() bool {
+	if len(u.uses) > 0 || u.ignoreLabel {
+		return true
+	}
+	for _, b := range u.bindings {
+		if len(b.uses) > 0 || b.ignoreLabel {
+			return true
+		}
+	}
+	return false
+}
+
+// newNamespaceUse analyses a defaulted policy and its defaulted bindings.
+func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) *namespaceUse {
+	u := &namespaceUse{}
+	stripped := policy.DeepCopy()
+	if mc := stripped.Spec.MatchConstraints; mc != nil {
+		keys, ignore := SelectorLabels(mc.NamespaceSelector)
+		if len(keys) > 0 {
+			u.uses = append(u.uses, fmt.Sprintf("policy %s: spec.matchConstraints.namespaceSelector on %s", policy.Name, strings.Join(keys, ", ")))
+		}
+		u.ignoreLabel = ignore
+		mc.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	for _, e := range policyExpressions(policy) {
+		if read := namespaceObjectRead(e.expr); read != "" {
+			u.uses = append(u.uses, fmt.Sprintf("policy %s: %s reads %s", policy.Name, e.field, read))
+		}
+	}
+	u.policy = mutating.NewMutatingAdmissionPolicyAccessor(stripped)
+	for _, b := range bindings {
+		bu := bindingNamespaceUse{}
+		sb := b.DeepCopy()
+		if mr := sb.Spec.MatchResources; mr != nil {
+			keys, ignore := SelectorLabels(mr.NamespaceSelector)
+			if len(keys) > 0 {
+				bu.uses = append(bu.uses, fmt.Sprintf("binding %s: spec.matchResources.namespaceSelector on %s", b.Name, strings.Join(keys, ", ")))
+			}
+			bu.ignoreLabel = ignore
+			mr.NamespaceSelector = &metav1.LabelSelector{}
+		}
+		bu.binding = mutating.NewMutatingAdmissionPolicyBindingAccessor(sb)
+		u.bindings = append(u.bindings, bu)
+	}
+	return u
+}
+
+type fieldExpr struct{ field, expr string }
+
+// policyExpressions lists the CEL expressions of a policy with their fields.
+func policyExpressions(p *admissionregistrationv1.MutatingAdmissionPolicy) []fieldExpr {
+	var out []fieldExpr
+	for i, mc := range p.Spec.MatchConditions {
+		out = append(out, fieldExpr{fmt.Sprintf("spec.matchConditions[%d].expression", i), mc.Expression})
+	}
+	for i, v := range p.Spec.Variables {
+		out = append(out, fieldExpr{fmt.Sprintf("spec.variables[%d].expression", i), v.Expression})
+	}
+	for i, m := range p.Spec.Mutations {
+		switch {
+		case m.JSONPatch != nil:
+			out = append(out, fieldExpr{fmt.Sprintf("spec.mutations[%d].jsonPatch.expression", i), m.JSONPatch.Expression})
+		case m.ApplyConfiguration != nil:
+			out = append(out, fieldExpr{fmt.Sprintf("spec.mutations[%d].applyConfiguration.expression", i), m.ApplyConfiguration.Expression})
+		}
+	}
+	return out
+}
+
+const namespaceObjectVar = "namespaceObject"
+
+var celParser = func() *parser.Parser {
+	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true), parser.EnableVariadicOperatorASTs(true))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// namespaceObjectRead returns the first read of namespaceObject in a CEL expression that tells
+// more than the namespace's name ("namespaceObject.metadata.labels"), or "". Comparing
+// namespaceObject with null and reading namespaceObject.metadata.name are known without the
+// Namespace object. An expression that does not parse counts as reading the whole object if it
+// names namespaceObject (the API server refuses it anyway).
+func namespaceObjectRead(expr string) string {
+	if !strings.Contains(expr, namespaceObjectVar) {
+		return ""
+	}
+	tree, errs := celParser.Parse(common.NewTextSource(expr))
+	if errs != nil && len(errs.GetErrors()) > 0 {
+		return namespaceObjectVar
+	}
+	return findNamespaceRead(tree.Expr())
+}
+
+func findNamespaceRead(e ast.Expr) string {
+	if e == nil {
+		return ""
+	}
+	switch e.Kind() {
+	case ast.IdentKind:
+		if e.AsIdent() == namespaceObjectVar {
+			return namespaceObjectVar
+		}
+	case ast.SelectKind:
+		if path, ok := namespacePath(e); ok {
+			if path == namespaceObjectVar+".metadata.name" && !e.AsSelect().IsTestOnly() {
+				return ""
+			}
+			return path
+		}
+		return findNamespaceRead(e.AsSelect().Operand())
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.FunctionName() == operators.OptSelect {
+			if path, ok := namespacePath(e); ok {
+				if path == namespaceObjectVar+".metadata.name" {
+					return ""
+				}
+				return path
+			}
+		}
+		if (c.FunctionName() == operators.Equals || c.FunctionName() == operators.NotEquals) && len(c.Args()) == 2 {
+			a, b := c.Args()[0], c.Args()[1]
+			if isNamespaceIdent(a) && isNull(b) || isNull(a) && isNamespaceIdent(b) {
+				return ""
+			}
+		}
+		if c.IsMemberFunction() {
+			if r := findNamespaceRead(c.Target()); r != "" {
+				return r
+			}
+		}
+		for _, a := range c.Args() {
+			if r := findNamespaceRead(a); r != "" {
+				return r
+			}
+		}
+	case ast.ListKind:
+		for _, x := range e.AsList().Elements() {
+			if r := findNamespaceRead(x); r != "" {
+				return r
+			}
+		}
+	case ast.MapKind:
+		for _, x := range e.AsMap().Entries() {
+			me := x.AsMapEntry()
+			if r := findNamespaceRead(me.Key()); r != "" {
+				return r
+			}
+			if r := findNamespaceRead(me.Value()); r != "" {
+				return r
+			}
+		}
+	case ast.StructKind:
+		for _, x := range e.AsStruct().Fields() {
+			if r := findNamespaceRead(x.AsStructField().Value()); r != "" {
+				return r
+			}
+		}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		if c.IterVar() == namespaceObjectVar || c.IterVar2() == namespaceObjectVar || c.AccuVar() == namespaceObjectVar {
+			return findNamespaceRead(c.IterRange()) // shadowed inside
+		}
+		for _, x := range []ast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
+			if r := findNamespaceRead(x); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// namespacePath is "namespaceObject.a.b" for a chain of field selections (a.b or a.?b) on
+// namespaceObject.
+func namespacePath(e ast.Expr) (string, bool) {
+	var fields []string
+	for {
+		if e.Kind() == ast.SelectKind {
+			fields = append([]string{e.AsSelect().FieldName()}, fields...)
+			e = e.AsSelect().Operand()
+			continue
+		}
+		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == operators.OptSelect && len(e.AsCall().Args()) == 2 {
+			if f := e.AsCall().Args()[1]; f.Kind() == ast.LiteralKind {
+				if name, ok := f.AsLiteral().Value().(string); ok {
+					fields = append([]string{name}, fields...)
+					e = e.AsCall().Args()[0]
+					continue
+				}
+			}
+		}
+		break
+	}
+	if !isNamespaceIdent(e) {
+		return "", false
+	}
+	return strings.Join(append([]string{namespaceObjectVar}, fields...), "."), true
+}
+
+func isNamespaceIdent(e ast.Expr) bool {
+	return e.Kind() == ast.IdentKind && e.AsIdent() == namespaceObjectVar
+}
+
+func isNull(e ast.Expr) bool {
+	return e.Kind() == ast.LiteralKind && e.AsLiteral() == types.NullValue
+}
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+// checkNamespace refuses a request in a namespace not given when a policy that applies to it
+// apart from its namespace selectors looks at the namespace's labels; when the only such look is
+// the admission.gatekeeper.sh/ignore requirement, it records the namespace in the trace.
+func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attributes, t *Trace) error {
+	ns := attrs.GetNamespace()
+	if ns == "" || attrs.GetResource().GroupResource() == namespacesResource || e.given[ns] {
+		return nil
+	}
+	var found []string
+	assumed := false
+	for _, u := range uses {
+		if u == nil || !u.needsNamespace() {
+			continue
+		}
+		if ok, _, _, err := e.matcher.DefinitionMatches(attrs, e.objIfaces, u.policy); err != nil || !ok {
+			continue
+		}
+		for _, b := range u.bindings {
+			if ok, err := e.matcher.BindingMatches(attrs, e.objIfaces, b.binding); err != nil || !ok {
+				continue
+			}
+			uses := append(append([]string(nil), u.uses...), b.uses...)
+			if len(uses) == 0 {
+				assumed = assumed || u.ignoreLabel || b.ignoreLabel
+				continue
+			}
+			for _, s := range uses {
+				if !slices.Contains(found, s) {
+					found = append(found, s)
+				}
+			}
+		}
+	}
+	if len(found) > 0 {
+		return &NamespaceNotGivenError{Namespace: ns, Uses: found, How: e.giveNamespacesWith}
+	}
+	if assumed && t != nil {
+		t.assume(ns)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -29,11 +30,13 @@ import (
 //   - the policy's spec.matchConstraints.namespaceSelector or the binding's
 //     spec.matchResources.namespaceSelector requires a label other than
 //     kubernetes.io/metadata.name;
-//   - one of the policy's expressions reads namespaceObject beyond metadata.name (its labels,
-//     annotations, ...), as mapc's fused policies do for a mutator's namespaceSelector.
+//   - one of the policy's variables or mutations reads namespaceObject beyond metadata.name (its
+//     labels, annotations, ...), as mapc's fused policies do for a mutator's namespaceSelector.
 //
-// Match conditions are not evaluated for this: a policy whose match conditions would leave the
-// object alone still counts. The one label requirement that is taken as satisfied is
+// The policy's match conditions are evaluated too (by the API server's matcher, on a copy of
+// the policy compiled without its mutations): the API server evaluates them without the
+// namespace (namespaceObject is null there), so their answer is known; a policy they skip, or
+// that fails on them, does not count. The one label requirement that is taken as satisfied is
 // admission.gatekeeper.sh/ignore DoesNotExist, which mapc gives every binding by default (as
 // Gatekeeper's webhook is installed): a namespace not given is taken as not ignored, and
 // Trace.AssumedNamespaces lists it.
@@ -93,8 +96,10 @@ func (e *NamespaceNotGivenError) Error() string {
 // namespaceUse is what one PolicySet needs to know of a request's namespace, worked out once
 // per set.
 type namespaceUse struct {
-	policy   generic.PolicyAccessor // the policy without its namespace selector
-	bindings []bindingNamespaceUse
+	policy generic.PolicyAccessor // the policy without its namespace selector
+	// conditions are the policy's match conditions, compiled; nil without any.
+	conditions *mutating.PolicyEvaluator
+	bindings   []bindingNamespaceUse
 	// uses are the policy's own uses of the namespace's labels (selector and expressions).
 	uses        []string
 	ignoreLabel bool
@@ -137,6 +142,12 @@ func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bi
 		}
 	}
 	u.policy = mutating.NewMutatingAdmissionPolicyAccessor(stripped)
+	if len(policy.Spec.MatchConditions) > 0 {
+		conds := policy.DeepCopy()
+		conds.Spec.Mutations = nil
+		pe := compilePolicy(conds)
+		u.conditions = &pe
+	}
 	for _, b := range bindings {
 		bu := bindingNamespaceUse{}
 		sb := b.DeepCopy()
@@ -156,12 +167,10 @@ func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bi
 
 type fieldExpr struct{ field, expr string }
 
-// policyExpressions lists the CEL expressions of a policy with their fields.
+// policyExpressions lists the CEL expressions of a policy that see the namespace, with their
+// fields: variables and mutations (match conditions are evaluated without it).
 func policyExpressions(p *admissionregistrationv1.MutatingAdmissionPolicy) []fieldExpr {
 	var out []fieldExpr
-	for i, mc := range p.Spec.MatchConditions {
-		out = append(out, fieldExpr{fmt.Sprintf("spec.matchConditions[%d].expression", i), mc.Expression})
-	}
 	for i, v := range p.Spec.Variables {
 		out = append(out, fieldExpr{fmt.Sprintf("spec.variables[%d].expression", i), v.Expression})
 	}
@@ -332,7 +341,8 @@ func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attribu
 		if u == nil || !u.needsNamespace() {
 			continue
 		}
-		if ok, _, _, err := e.matcher.DefinitionMatches(attrs, e.objIfaces, u.policy); err != nil || !ok {
+		ok, _, gvk, err := e.matcher.DefinitionMatches(attrs, e.objIfaces, u.policy)
+		if err != nil || !ok || !e.conditionsMatch(u, attrs, gvk) {
 			continue
 		}
 		for _, b := range u.bindings {
@@ -358,4 +368,28 @@ func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attribu
 		t.assume(ns)
 	}
 	return nil
+}
+
+// conditionsMatch evaluates a policy's match conditions as the dispatcher does (they see no
+// namespace). A failure counts as no match: under Ignore the policy is skipped, under Fail the
+// request is denied, and either way the namespace's labels change nothing.
+func (e *Evaluator) conditionsMatch(u *namespaceUse, attrs admission.Attributes, gvk schema.GroupVersionKind) bool {
+	pe := u.conditions
+	if pe == nil || pe.Matcher == nil {
+		return true
+	}
+	if pe.Error != nil {
+		return false
+	}
+	va, err := admission.NewVersionedAttributes(attrs, gvk, e.objIfaces)
+	if err != nil {
+		return false
+	}
+	// A fresh context: this evaluation is not the admission's, and records nothing.
+	ctx := context.Background()
+	if pe.CompositedCompiler != nil {
+		ctx = pe.CompositedCompiler.CreateContext(ctx)
+	}
+	res := pe.Matcher.Match(ctx, va, nil, e.authorizer)
+	return res.Error == nil && res.Matches
 }

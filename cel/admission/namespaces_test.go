@@ -86,10 +86,23 @@ func TestNamespaceNotGiven(t *testing.T) {
 			set:     policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"e": namespaceObject.metadata.?labels.env.orValue("none")}}}`)),
 			obj:     pod("elsewhere", nil),
 			wantErr: []string{"policy p: spec.mutations[0].applyConfiguration.expression reads namespaceObject.metadata.labels"}},
-		{name: "match condition reads the namespace's labels",
-			set:     policy("p", label, withMatchConditions(`namespaceObject == null || has(namespaceObject.metadata.labels)`)),
+		{name: "match conditions see no namespace",
+			set: policy("p", label, withMatchConditions(`namespaceObject == null`)), obj: pod("elsewhere", nil), wantHit: true},
+		{name: "match conditions see no namespace, even one given",
+			set: policy("p", label, withMatchConditions(`namespaceObject == null`)), obj: pod("prod", nil), wantHit: true},
+		{name: "match condition false: the selector does not matter",
+			set: policy("p", label, withNamespaceSelector(envProd), withMatchConditions(`object.metadata.name != "p"`)), obj: pod("elsewhere", nil)},
+		{name: "match condition true: the selector matters",
+			set: policy("p", label, withNamespaceSelector(envProd), withMatchConditions(`object.metadata.name == "p"`)), obj: pod("elsewhere", nil),
+			wantErr: []string{"policy p: spec.matchConstraints.namespaceSelector on env"}},
+		{name: "variable reads the namespace's labels",
+			set: func() PolicySet {
+				s := policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"e": variables.env}}}`))
+				s.Policy.Spec.Variables = []admissionregistrationv1.Variable{{Name: "env", Expression: `namespaceObject.metadata.labels["env"]`}}
+				return s
+			}(),
 			obj:     pod("elsewhere", nil),
-			wantErr: []string{"spec.matchConditions[0].expression reads namespaceObject.metadata.labels"}},
+			wantErr: []string{"policy p: spec.variables[0].expression reads namespaceObject.metadata.labels"}},
 		{name: "expression reads the namespace's name",
 			set: policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"hit": namespaceObject == null ? "no" : namespaceObject.metadata.name == "elsewhere" ? "yes" : "no"}}}`)),
 			obj: pod("elsewhere", nil), wantHit: true},

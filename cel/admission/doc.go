@@ -81,13 +81,13 @@
 //   - Namespaces: the Options.Namespaces objects get the label
 //     kubernetes.io/metadata.name that the API server sets. A namespace that
 //     is not listed is taken to exist with only that label, as long as no
-//     policy that applies to the request looks at its other labels (a
-//     namespaceSelector on them, or an expression reading namespaceObject
-//     beyond its name): then Admit refuses the request with a
-//     NamespaceNotGivenError instead of guessing. The one requirement taken
-//     as met is admission.gatekeeper.sh/ignore DoesNotExist (Gatekeeper's
-//     installation, which mapc puts in every binding); Trace lists the
-//     namespaces so assumed. A namespaced object without metadata.namespace
+//     namespaceSelector of a policy that applies to the request looks at its
+//     other labels: then Admit refuses the request with a
+//     NamespaceNotGivenError instead of guessing. The requirement
+//     admission.gatekeeper.sh/ignore DoesNotExist (Gatekeeper's
+//     installation, which mapc puts in every binding) is taken as met, and
+//     expressions reading namespaceObject's labels read none; Trace lists
+//     both (see namespaces.go). A namespaced object without metadata.namespace
 //     is admitted in (and gets) namespace "default", like kubectl and the
 //     API server would.
 //   - Ignored failures: the API server tells a client nothing when

@@ -216,6 +216,24 @@ func (e *Evaluator) Admit(ctx context.Context, sets []PolicySet, req Request) (*
 	return e.toUnstructured(attrs.GetObject())
 }
 
+// CheckNamespace is Admit's check of the request's namespace alone: a *NamespaceNotGivenError
+// when the namespace was not given but a policy of sets that applies to the request looks at its
+// labels; nil otherwise (recording an assumed namespace in ctx's Trace). No policy runs.
+func (e *Evaluator) CheckNamespace(ctx context.Context, sets []PolicySet, req Request) error {
+	if req.Object == nil {
+		return errors.New("admission: request has no object")
+	}
+	c, err := e.chainFor(sets)
+	if err != nil {
+		return err
+	}
+	attrs, err := e.attributes(req)
+	if err != nil {
+		return err
+	}
+	return e.checkNamespace(c.uses, attrs, traceFrom(ctx))
+}
+
 // chainFor returns the admission chain for the policy sets in this order:
 // admission.Plugins.NewFromPlugins, i.e. the API server's chain handler
 // wrapped in its reinvocation handler, over one plugin instance per set.

@@ -22,24 +22,23 @@ import (
 
 // A namespace an object is admitted in, but that is not among Options.Namespaces, is taken to
 // exist with only its kubernetes.io/metadata.name label. That answer is right only as long as
-// nothing looks at its other labels. Admit therefore refuses (NamespaceNotGivenError) to admit
-// an object in a namespace not given when a policy that applies to the request apart from its
-// namespace selectors (its matchConstraints and one of its bindings, by the API server's own
-// matcher with the namespace selectors left out) looks at that namespace's labels:
+// nothing looks at its other labels. So, for a request in a namespace not given, each policy that
+// applies to the request apart from its namespace selectors (its matchConstraints and one of its
+// bindings, by the API server's own matcher with the namespace selectors left out, and its match
+// conditions, which the API server evaluates without the namespace: namespaceObject is null
+// there) is looked at:
 //
 //   - the policy's spec.matchConstraints.namespaceSelector or the binding's
 //     spec.matchResources.namespaceSelector requires a label other than
-//     kubernetes.io/metadata.name;
-//   - one of the policy's variables or mutations reads namespaceObject beyond metadata.name (its
-//     labels, annotations, ...), as mapc's fused policies do for a mutator's namespaceSelector.
-//
-// The policy's match conditions are evaluated too (by the API server's matcher, on a copy of
-// the policy compiled without its mutations): the API server evaluates them without the
-// namespace (namespaceObject is null there), so their answer is known; a policy they skip, or
-// that fails on them, does not count. The one label requirement that is taken as satisfied is
-// admission.gatekeeper.sh/ignore DoesNotExist, which mapc gives every binding by default (as
-// Gatekeeper's webhook is installed): a namespace not given is taken as not ignored, and
-// Trace.AssumedNamespaces lists it.
+//     kubernetes.io/metadata.name: Admit refuses the request (NamespaceNotGivenError);
+//   - one of the policy's variables or mutations reads the namespace beyond its name and its
+//     kubernetes.io/metadata.name label (other labels, annotations, ...), as mapc's fused
+//     policies do for a mutator's namespaceSelector: the Trace lists the read
+//     (Trace.NamespaceReads), since whether the read decides anything depends on the rest of the
+//     expression;
+//   - the one requirement taken as met is admission.gatekeeper.sh/ignore DoesNotExist, which
+//     mapc gives every binding by default (as Gatekeeper's webhook is installed): a namespace not
+//     given is taken as not ignored, and Trace.AssumedNamespaces lists it.
 
 // GatekeeperIgnoreLabel is the namespace label that makes Gatekeeper's webhook, as installed by
 // its Helm chart and manifest, skip a namespace.
@@ -89,7 +88,7 @@ func (e *NamespaceNotGivenError) Error() string {
 	if e.How != "" {
 		how = " " + e.How
 	}
-	return fmt.Sprintf("namespace %s is not given, and the policies depend on its labels (%s): give the Namespace object (kubectl get namespace %s -o yaml)%s",
+	return fmt.Sprintf("namespace %s is not given, but its labels matter (%s): give the Namespace object (kubectl get namespace %s -o yaml)%s",
 		e.Namespace, strings.Join(e.Uses, "; "), e.Namespace, how)
 }
 
@@ -100,8 +99,10 @@ type namespaceUse struct {
 	// conditions are the policy's match conditions, compiled; nil without any.
 	conditions *mutating.PolicyEvaluator
 	bindings   []bindingNamespaceUse
-	// uses are the policy's own uses of the namespace's labels (selector and expressions).
+	// uses are the policy's namespaceSelector's uses of the namespace's labels; reads its
+	// expressions'.
 	uses        []string
+	reads       []string
 	ignoreLabel bool
 }
 
@@ -113,7 +114,7 @@ type bindingNamespaceUse struct {
 
 // needsNamespace reports whether anything of the set can depend on a namespace's labels.
 func (u *namespaceUse) needsNamespace() bool {
-	if len(u.uses) > 0 || u.ignoreLabel {
+	if len(u.uses) > 0 || len(u.reads) > 0 || u.ignoreLabel {
 		return true
 	}
 	for _, b := range u.bindings {
@@ -137,8 +138,8 @@ func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bi
 		mc.NamespaceSelector = &metav1.LabelSelector{}
 	}
 	for _, e := range policyExpressions(policy) {
-		if read := namespaceObjectRead(e.expr); read != "" {
-			u.uses = append(u.uses, fmt.Sprintf("policy %s: %s reads %s", policy.Name, e.field, read))
+		if reads := namespaceReads(e.expr); len(reads) > 0 {
+			u.reads = append(u.reads, fmt.Sprintf("policy %s: %s reads %s", policy.Name, e.field, strings.Join(reads, ", ")))
 		}
 	}
 	u.policy = mutating.NewMutatingAdmissionPolicyAccessor(stripped)
@@ -195,99 +196,158 @@ var celParser = func() *parser.Parser {
 	return p
 }()
 
-// namespaceObjectRead returns the first read of namespaceObject in a CEL expression that tells
-// more than the namespace's name ("namespaceObject.metadata.labels"), or "". Comparing
-// namespaceObject with null and reading namespaceObject.metadata.name are known without the
-// Namespace object. An expression that does not parse counts as reading the whole object if it
-// names namespaceObject (the API server refuses it anyway).
-func namespaceObjectRead(expr string) string {
+// namespaceReads lists the reads of namespaceObject in a CEL expression that tell more than the
+// namespace's name: `namespaceObject.metadata.labels["env"]`, `namespaceObject.metadata.annotations`.
+// Known without the Namespace object, and not listed: comparing namespaceObject with null, its
+// metadata.name, has(namespaceObject.metadata.labels) (every namespace has the name label), and
+// the label kubernetes.io/metadata.name, looked up by a constant key (`l["k"]`, `l[?"k"]`, `"k" in l`) in
+// namespaceObject.metadata.labels or in a conditional choosing between it and {} (as mapc
+// writes it). An expression that does not parse is listed as reading namespaceObject if it names
+// it (the API server refuses it anyway).
+func namespaceReads(expr string) []string {
 	if !strings.Contains(expr, namespaceObjectVar) {
-		return ""
+		return nil
 	}
 	tree, errs := celParser.Parse(common.NewTextSource(expr))
 	if errs != nil && len(errs.GetErrors()) > 0 {
-		return namespaceObjectVar
+		return []string{namespaceObjectVar}
 	}
-	return findNamespaceRead(tree.Expr())
+	r := &readFinder{}
+	r.walk(tree.Expr())
+	return r.reads
 }
 
-func findNamespaceRead(e ast.Expr) string {
+const (
+	namespaceNamePath   = namespaceObjectVar + ".metadata.name"
+	namespaceLabelsPath = namespaceObjectVar + ".metadata.labels"
+)
+
+type readFinder struct{ reads []string }
+
+func (r *readFinder) add(read string) {
+	if !slices.Contains(r.reads, read) {
+		r.reads = append(r.reads, read)
+	}
+}
+
+func (r *readFinder) addLabel(key string) {
+	if key != metadataNameLabel {
+		r.add(fmt.Sprintf("%s[%q]", namespaceLabelsPath, key))
+	}
+}
+
+func (r *readFinder) walk(e ast.Expr) {
 	if e == nil {
-		return ""
+		return
 	}
 	switch e.Kind() {
 	case ast.IdentKind:
 		if e.AsIdent() == namespaceObjectVar {
-			return namespaceObjectVar
+			r.add(namespaceObjectVar)
 		}
 	case ast.SelectKind:
 		if path, ok := namespacePath(e); ok {
-			if path == namespaceObjectVar+".metadata.name" && !e.AsSelect().IsTestOnly() {
-				return ""
+			switch {
+			case path == namespaceNamePath:
+			case path == namespaceLabelsPath && e.AsSelect().IsTestOnly():
+			default:
+				r.add(path)
 			}
-			return path
+			return
 		}
-		return findNamespaceRead(e.AsSelect().Operand())
+		r.walk(e.AsSelect().Operand())
 	case ast.CallKind:
 		c := e.AsCall()
-		if c.FunctionName() == operators.OptSelect {
+		args := c.Args()
+		switch fn := c.FunctionName(); {
+		case fn == operators.OptSelect:
 			if path, ok := namespacePath(e); ok {
-				if path == namespaceObjectVar+".metadata.name" {
-					return ""
+				if path != namespaceNamePath {
+					r.add(path)
 				}
-				return path
+				return
 			}
-		}
-		if (c.FunctionName() == operators.Equals || c.FunctionName() == operators.NotEquals) && len(c.Args()) == 2 {
-			a, b := c.Args()[0], c.Args()[1]
-			if isNamespaceIdent(a) && isNull(b) || isNull(a) && isNamespaceIdent(b) {
-				return ""
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2 &&
+			(isNamespaceIdent(args[0]) && isNull(args[1]) || isNull(args[0]) && isNamespaceIdent(args[1])):
+			return
+		case (fn == operators.Index || fn == operators.OptIndex) && len(args) == 2 && isLabels(args[0]):
+			if key, ok := stringLiteral(args[1]); ok {
+				r.addLabel(key)
+				r.walkLabelsConditions(args[0])
+				return
+			}
+		case fn == operators.In && len(args) == 2 && isLabels(args[1]):
+			if key, ok := stringLiteral(args[0]); ok {
+				r.addLabel(key)
+				r.walkLabelsConditions(args[1])
+				return
 			}
 		}
 		if c.IsMemberFunction() {
-			if r := findNamespaceRead(c.Target()); r != "" {
-				return r
-			}
+			r.walk(c.Target())
 		}
-		for _, a := range c.Args() {
-			if r := findNamespaceRead(a); r != "" {
-				return r
-			}
+		for _, a := range args {
+			r.walk(a)
 		}
 	case ast.ListKind:
 		for _, x := range e.AsList().Elements() {
-			if r := findNamespaceRead(x); r != "" {
-				return r
-			}
+			r.walk(x)
 		}
 	case ast.MapKind:
 		for _, x := range e.AsMap().Entries() {
-			me := x.AsMapEntry()
-			if r := findNamespaceRead(me.Key()); r != "" {
-				return r
-			}
-			if r := findNamespaceRead(me.Value()); r != "" {
-				return r
-			}
+			r.walk(x.AsMapEntry().Key())
+			r.walk(x.AsMapEntry().Value())
 		}
 	case ast.StructKind:
 		for _, x := range e.AsStruct().Fields() {
-			if r := findNamespaceRead(x.AsStructField().Value()); r != "" {
-				return r
-			}
+			r.walk(x.AsStructField().Value())
 		}
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
+		r.walk(c.IterRange())
 		if c.IterVar() == namespaceObjectVar || c.IterVar2() == namespaceObjectVar || c.AccuVar() == namespaceObjectVar {
-			return findNamespaceRead(c.IterRange()) // shadowed inside
+			return // shadowed inside
 		}
-		for _, x := range []ast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
-			if r := findNamespaceRead(x); r != "" {
-				return r
-			}
+		for _, x := range []ast.Expr{c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
+			r.walk(x)
 		}
 	}
-	return ""
+}
+
+// isLabels: is e namespaceObject.metadata.labels, or a conditional whose branches are that or {}
+// (at least one of them the labels)?
+func isLabels(e ast.Expr) bool {
+	if e.Kind() == ast.SelectKind && !e.AsSelect().IsTestOnly() {
+		path, ok := namespacePath(e)
+		return ok && path == namespaceLabelsPath
+	}
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.Conditional || len(e.AsCall().Args()) != 3 {
+		return false
+	}
+	a, b := e.AsCall().Args()[1], e.AsCall().Args()[2]
+	labelsOrEmpty := func(x ast.Expr) bool {
+		return isLabels(x) || x.Kind() == ast.MapKind && len(x.AsMap().Entries()) == 0
+	}
+	return labelsOrEmpty(a) && labelsOrEmpty(b) && (isLabels(a) || isLabels(b))
+}
+
+// walkLabelsConditions walks the conditions of a labels expression (see isLabels).
+func (r *readFinder) walkLabelsConditions(e ast.Expr) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.Conditional {
+		return
+	}
+	args := e.AsCall().Args()
+	r.walk(args[0])
+	r.walkLabelsConditions(args[1])
+	r.walkLabelsConditions(args[2])
+}
+
+func stringLiteral(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().Value().(string)
+	return s, ok
 }
 
 // namespacePath is "namespaceObject.a.b" for a chain of field selections (a.b or a.?b) on
@@ -328,14 +388,15 @@ func isNull(e ast.Expr) bool {
 var namespacesResource = schema.GroupResource{Resource: "namespaces"}
 
 // checkNamespace refuses a request in a namespace not given when a policy that applies to it
-// apart from its namespace selectors looks at the namespace's labels; when the only such look is
-// the admission.gatekeeper.sh/ignore requirement, it records the namespace in the trace.
+// apart from its namespace selectors selects namespaces by their labels; it records in the trace
+// the reads of such a namespace by the policies' expressions, and the namespace if the only
+// requirement on its labels is admission.gatekeeper.sh/ignore DoesNotExist.
 func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attributes, t *Trace) error {
 	ns := attrs.GetNamespace()
 	if ns == "" || attrs.GetResource().GroupResource() == namespacesResource || e.given[ns] {
 		return nil
 	}
-	var found []string
+	var found, reads []string
 	assumed := false
 	for _, u := range uses {
 		if u == nil || !u.needsNamespace() {
@@ -348,6 +409,11 @@ func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attribu
 		for _, b := range u.bindings {
 			if ok, err := e.matcher.BindingMatches(attrs, e.objIfaces, b.binding); err != nil || !ok {
 				continue
+			}
+			for _, s := range u.reads {
+				if !slices.Contains(reads, s) {
+					reads = append(reads, s)
+				}
 			}
 			uses := append(append([]string(nil), u.uses...), b.uses...)
 			if len(uses) == 0 {
@@ -364,8 +430,13 @@ func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attribu
 	if len(found) > 0 {
 		return &NamespaceNotGivenError{Namespace: ns, Uses: found, How: e.giveNamespacesWith}
 	}
-	if assumed && t != nil {
-		t.assume(ns)
+	if t != nil {
+		if assumed {
+			t.assume(ns)
+		}
+		if len(reads) > 0 {
+			t.read(ns, reads)
+		}
 	}
 	return nil
 }

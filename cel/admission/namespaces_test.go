@@ -45,6 +45,7 @@ func TestNamespaceNotGiven(t *testing.T) {
 		wantErr     []string // substrings; nil: admitted
 		wantHit     bool
 		wantAssumed []string
+		wantReads   []string
 	}{
 		{name: "policy selector on env, namespace not given",
 			set: policy("p", label, withNamespaceSelector(envProd)), obj: pod("elsewhere", nil),
@@ -82,10 +83,16 @@ func TestNamespaceNotGiven(t *testing.T) {
 			set: policy("p", label, withNamespaceSelector(envProd), allResources), obj: namespaceObj},
 		{name: "cluster-scoped object",
 			set: policy("p", label, withNamespaceSelector(envProd), allResources), obj: clusterRole, wantHit: true},
-		{name: "expression reads the namespace's labels",
-			set:     policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"e": namespaceObject.metadata.?labels.env.orValue("none")}}}`)),
-			obj:     pod("elsewhere", nil),
-			wantErr: []string{"policy p: spec.mutations[0].applyConfiguration.expression reads namespaceObject.metadata.labels"}},
+		{name: "expression reads the namespace's labels: noted",
+			set:       policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"e": namespaceObject.metadata.?labels.env.orValue("none")}}}`)),
+			obj:       pod("elsewhere", nil),
+			wantReads: []string{"policy p: spec.mutations[0].applyConfiguration.expression reads namespaceObject.metadata.labels.env"}},
+		{name: "expression reads a label of a namespace given: nothing noted",
+			set: policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"e": namespaceObject.metadata.labels["env"]}}}`)),
+			obj: pod("prod", nil)},
+		{name: "expression reads the namespace's name label",
+			set: policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"hit": namespaceObject.metadata.labels["kubernetes.io/metadata.name"] == "elsewhere" ? "yes" : "no"}}}`)),
+			obj: pod("elsewhere", nil), wantHit: true},
 		{name: "match conditions see no namespace",
 			set: policy("p", label, withMatchConditions(`namespaceObject == null`)), obj: pod("elsewhere", nil), wantHit: true},
 		{name: "match conditions see no namespace, even one given",
@@ -98,11 +105,11 @@ func TestNamespaceNotGiven(t *testing.T) {
 		{name: "variable reads the namespace's labels",
 			set: func() PolicySet {
 				s := policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"e": variables.env}}}`))
-				s.Policy.Spec.Variables = []admissionregistrationv1.Variable{{Name: "env", Expression: `namespaceObject.metadata.labels["env"]`}}
+				s.Policy.Spec.Variables = []admissionregistrationv1.Variable{{Name: "env", Expression: `namespaceObject.metadata.labels[?"env"].orValue("none")`}}
 				return s
 			}(),
-			obj:     pod("elsewhere", nil),
-			wantErr: []string{"policy p: spec.variables[0].expression reads namespaceObject.metadata.labels"}},
+			obj:       pod("elsewhere", nil),
+			wantReads: []string{`policy p: spec.variables[0].expression reads namespaceObject.metadata.labels["env"]`}},
 		{name: "expression reads the namespace's name",
 			set: policy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"hit": namespaceObject == null ? "no" : namespaceObject.metadata.name == "elsewhere" ? "yes" : "no"}}}`)),
 			obj: pod("elsewhere", nil), wantHit: true},
@@ -132,6 +139,12 @@ func TestNamespaceNotGiven(t *testing.T) {
 			if a := tr.AssumedNamespaces(); !reflect.DeepEqual(a, tc.wantAssumed) {
 				t.Errorf("assumed namespaces = %v, want %v", a, tc.wantAssumed)
 			}
+			if r := tr.NamespaceReads()["elsewhere"]; !reflect.DeepEqual(r, tc.wantReads) {
+				t.Errorf("reads = %q, want %q", r, tc.wantReads)
+			}
+			if len(tr.NamespaceReads()) > 1 || len(tr.NamespaceReads()) == 1 && tc.wantReads == nil {
+				t.Errorf("reads = %q", tr.NamespaceReads())
+			}
 		})
 	}
 }
@@ -144,32 +157,41 @@ func TestNamespaceNotGivenAdvice(t *testing.T) {
 	defer e.Close()
 	set := policy("p", applyConfig(`Object{}`), withNamespaceSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}))
 	_, err = e.Admit(context.Background(), []PolicySet{set}, Request{Object: pod("prod", nil)})
-	want := "namespace prod is not given, and the policies depend on its labels (policy p: spec.matchConstraints.namespaceSelector on env): give the Namespace object (kubectl get namespace prod -o yaml) with --namespaces or -f"
+	want := "namespace prod is not given, but its labels matter (policy p: spec.matchConstraints.namespaceSelector on env): give the Namespace object (kubectl get namespace prod -o yaml) with --namespaces or -f"
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v\nwant %s", err, want)
 	}
 }
 
-func TestNamespaceObjectRead(t *testing.T) {
-	tests := []struct{ expr, want string }{
-		{`object.metadata.name`, ""},
-		{`namespaceObject.metadata.name == "x"`, ""},
-		{`namespaceObject == null || namespaceObject.metadata.name.startsWith("kube-")`, ""},
-		{`null != namespaceObject`, ""},
-		{`namespaceObject.metadata.labels["env"] == "prod"`, "namespaceObject.metadata.labels"},
-		{`has(namespaceObject.metadata.labels)`, "namespaceObject.metadata.labels"},
-		{`has(namespaceObject.metadata.name)`, "namespaceObject.metadata.name"},
-		{`namespaceObject.metadata.annotations`, "namespaceObject.metadata.annotations"},
-		{`[namespaceObject].size() == 1`, "namespaceObject"},
-		{`"env" in namespaceObject.metadata.?labels.orValue({})`, "namespaceObject.metadata.labels"},
-		{`namespaceObject.?metadata.?name.orValue("") == "x"`, ""},
-		{`object.spec.containers.all(namespaceObject, namespaceObject.name != "")`, ""},
-		{`object.spec.containers.all(c, namespaceObject.metadata.labels.size() > 0)`, "namespaceObject.metadata.labels"},
-		{`namespaceObject.(`, "namespaceObject"},
+func TestNamespaceReads(t *testing.T) {
+	const labels = `namespaceObject.metadata.labels`
+	const mapcLabels = `(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})`
+	tests := []struct {
+		expr string
+		want []string
+	}{
+		{`object.metadata.name`, nil},
+		{`namespaceObject.metadata.name == "x"`, nil},
+		{`namespaceObject == null || namespaceObject.metadata.name.startsWith("kube-")`, nil},
+		{`null != namespaceObject`, nil},
+		{`has(namespaceObject.metadata.labels)`, nil},
+		{labels + `["kubernetes.io/metadata.name"] == "x"`, nil},
+		{`"kubernetes.io/metadata.name" in ` + mapcLabels + ` && ` + mapcLabels + `["kubernetes.io/metadata.name"] in ["prod"]`, nil},
+		{`namespaceObject.?metadata.?name.orValue("") == "x"`, nil},
+		{labels + `["env"] == "prod"`, []string{labels + `["env"]`}},
+		{`namespaceObject == null || "env" in ` + mapcLabels + ` && ` + mapcLabels + `["tier"] == "a"`, []string{labels + `["env"]`, labels + `["tier"]`}},
+		{labels + `.size() > 1`, []string{labels}},
+		{`has(namespaceObject.metadata.name)`, nil},
+		{`namespaceObject.metadata.annotations`, []string{"namespaceObject.metadata.annotations"}},
+		{`[namespaceObject].size() == 1`, []string{"namespaceObject"}},
+		{`"env" in namespaceObject.metadata.?labels.orValue({})`, []string{labels}},
+		{`object.spec.containers.all(namespaceObject, namespaceObject.name != "")`, nil},
+		{`object.spec.containers.all(c, ` + labels + `["env"] != "")`, []string{labels + `["env"]`}},
+		{`namespaceObject.(`, []string{"namespaceObject"}},
 	}
 	for _, tc := range tests {
-		if got := namespaceObjectRead(tc.expr); got != tc.want {
-			t.Errorf("namespaceObjectRead(%s) = %q, want %q", tc.expr, got, tc.want)
+		if got := namespaceReads(tc.expr); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("namespaceReads(%s) = %q, want %q", tc.expr, got, tc.want)
 		}
 	}
 }

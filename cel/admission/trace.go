@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ import (
 
 // Trace collects what an admission does without telling the client, for the admissions whose
 // context came from WithTrace: expression failures that a policy's failurePolicy Ignore swallowed,
-// and namespaces not given whose labels were assumed (see SelectorLabels). It is safe for
+// and namespaces not given whose labels were assumed (see namespaces.go). It is safe for
 // concurrent use.
 //
 // The API server's MAP dispatcher reports an ignored failure nowhere a client can see: the
@@ -37,6 +38,7 @@ type Trace struct {
 	mu      sync.Mutex
 	ignored []Failure
 	assumed map[string]bool
+	reads   map[string][]string
 }
 
 // Failure is one expression that failed, and that failurePolicy Ignore skipped.
@@ -92,6 +94,33 @@ func (t *Trace) AssumedNamespaces() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// NamespaceReads maps each namespace not given whose labels (or more than its name) the
+// expressions of a policy that applied read, to those reads, e.g. `policy p:
+// spec.variables[0].expression reads namespaceObject.metadata.labels["env"]`. Such a namespace
+// is taken as having no label but kubernetes.io/metadata.name.
+func (t *Trace) NamespaceReads() map[string][]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string][]string{}
+	for ns, r := range t.reads {
+		out[ns] = append([]string(nil), r...)
+	}
+	return out
+}
+
+func (t *Trace) read(ns string, reads []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reads == nil {
+		t.reads = map[string][]string{}
+	}
+	for _, r := range reads {
+		if !slices.Contains(t.reads[ns], r) {
+			t.reads[ns] = append(t.reads[ns], r)
+		}
+	}
 }
 
 func (t *Trace) ignore(f Failure) {

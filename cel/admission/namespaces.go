@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -96,9 +97,12 @@ func (e *NamespaceNotGivenError) Error() string {
 // per set.
 type namespaceUse struct {
 	policy generic.PolicyAccessor // the policy without its namespace selector
-	// conditions are the policy's match conditions, compiled; nil without any.
-	conditions *mutating.PolicyEvaluator
-	bindings   []bindingNamespaceUse
+	// conditions are the policy's match conditions, compiled when first needed (nil without
+	// any): from the policy with only its match conditions and variables, conditionsPolicy.
+	conditionsOnce   sync.Once
+	conditionsPolicy *admissionregistrationv1.MutatingAdmissionPolicy
+	conditions       *mutating.PolicyEvaluator
+	bindings         []bindingNamespaceUse
 	// uses are the policy's namespaceSelector's uses of the namespace's labels; reads its
 	// expressions'.
 	uses        []string
@@ -144,10 +148,8 @@ func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bi
 	}
 	u.policy = mutating.NewMutatingAdmissionPolicyAccessor(stripped)
 	if len(policy.Spec.MatchConditions) > 0 {
-		conds := policy.DeepCopy()
-		conds.Spec.Mutations = nil
-		pe := compilePolicy(conds)
-		u.conditions = &pe
+		u.conditionsPolicy = policy.DeepCopy()
+		u.conditionsPolicy.Spec.Mutations = nil
 	}
 	for _, b := range bindings {
 		bu := bindingNamespaceUse{}
@@ -445,6 +447,12 @@ func (e *Evaluator) checkNamespace(uses []*namespaceUse, attrs admission.Attribu
 // namespace). A failure counts as no match: under Ignore the policy is skipped, under Fail the
 // request is denied, and either way the namespace's labels change nothing.
 func (e *Evaluator) conditionsMatch(u *namespaceUse, attrs admission.Attributes, gvk schema.GroupVersionKind) bool {
+	u.conditionsOnce.Do(func() {
+		if u.conditionsPolicy != nil {
+			pe := compilePolicy(u.conditionsPolicy)
+			u.conditions = &pe
+		}
+	})
 	pe := u.conditions
 	if pe == nil || pe.Matcher == nil {
 		return true

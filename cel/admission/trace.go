@@ -110,6 +110,19 @@ func (t *Trace) NamespaceReads() map[string][]string {
 	return out
 }
 
+// Merge adds what another trace recorded to t.
+func (t *Trace) Merge(o *Trace) {
+	for _, f := range o.Ignored() {
+		t.ignore(f)
+	}
+	for _, ns := range o.AssumedNamespaces() {
+		t.assume(ns)
+	}
+	for ns, rs := range o.NamespaceReads() {
+		t.read(ns, rs)
+	}
+}
+
 func (t *Trace) read(ns string, reads []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -133,6 +146,11 @@ func (t *Trace) ignore(f Failure) {
 	}
 	t.ignored = append(t.ignored, f)
 }
+
+// Assume records ns as a namespace not given taken as not labelled
+// admission.gatekeeper.sh/ignore (for callers that decide so themselves, e.g. for Gatekeeper's
+// mutators).
+func (t *Trace) Assume(ns string) { t.assume(ns) }
 
 func (t *Trace) assume(ns string) {
 	t.mu.Lock()

@@ -33,6 +33,7 @@ type jsonResult struct {
 	Orders  int            `json:"orders,omitempty"`
 	Order   []string       `json:"failingOrder,omitempty"`
 	Reason  string         `json:"reason,omitempty"`
+	Ignored []string       `json:"ignoredFailures,omitempty"`
 	WantErr string         `json:"wantError,omitempty"`
 	GotErr  string         `json:"gotError,omitempty"`
 	Diff    string         `json:"diff,omitempty"`
@@ -58,17 +59,18 @@ type jsonReport struct {
 // WriteJSON writes the suites as one JSON document:
 //
 //	{"passed": N, "failed": M, "skipped": K, "suites": [{"name", "passed", "failed",
-//	 "results": [{"case", "pass", "orders", "failingOrder", "reason", "wantError", "gotError",
-//	 "diff", "want", "got"}], "skipped": [{"case", "reason"}]}]}
+//	 "results": [{"case", "pass", "orders", "failingOrder", "reason", "ignoredFailures",
+//	 "wantError", "gotError", "diff", "want", "got"}], "skipped": [{"case", "reason"}]}]}
 //
 // "want" is what was expected (for `mapc verify`, Gatekeeper's result) and "got" what the
-// policies did; both objects are given for failures only. Results are sorted by case.
+// policies did; both objects are given for failures only. "ignoredFailures" lists the policies'
+// expressions that failed and that failurePolicy Ignore skipped. Results are sorted by case.
 func WriteJSON(w io.Writer, suites ...Suite) error {
 	rep := jsonReport{Suites: []jsonSuite{}}
 	for _, s := range suites {
 		js := jsonSuite{Name: s.Name, Results: []jsonResult{}, Skipped: s.Skipped}
 		for _, r := range sorted(s.Results) {
-			jr := jsonResult{Case: r.Case, File: r.File, Line: r.Line, Pass: r.Pass, Orders: r.Orders}
+			jr := jsonResult{Case: r.Case, File: r.File, Line: r.Line, Pass: r.Pass, Orders: r.Orders, Ignored: r.Ignored}
 			if r.Pass {
 				js.Passed++
 			} else {

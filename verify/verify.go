@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,8 +31,12 @@ import (
 // Options tune a Verifier.
 type Options struct {
 	// Namespaces are the namespace objects (labels for namespaceSelector). A namespace an object
-	// names but that is not listed exists with only its kubernetes.io/metadata.name label.
+	// names but that is not listed exists with only its kubernetes.io/metadata.name label, as long
+	// as no mutator or policy that applies to the object looks at its other labels: then the case
+	// fails, asking for the Namespace object (see Check).
 	Namespaces []*corev1.Namespace
+	// GiveNamespacesWith ends the advice to give a Namespace object, e.g. "with --namespaces or -f".
+	GiveNamespacesWith string
 	// AllOrdersUpTo: every order of the policies is tried when there are at most this many orders
 	// (default 24, i.e. up to 4 policies); otherwise sorted, reversed and Shuffles seeded shuffles.
 	AllOrdersUpTo int
@@ -69,6 +74,9 @@ type Result struct {
 	GotErr  string
 	Diff    string // unified diff, Gatekeeper (want) to MAPs (got)
 	Reason  string
+	// Ignored are the policies' failing expressions that failurePolicy Ignore skipped while
+	// admitting the case (in the failing order, for a failed case).
+	Ignored []string
 	// File and Line locate the case's input (an object, a refused mutator, a suite), when known.
 	File string
 	Line int
@@ -76,12 +84,15 @@ type Result struct {
 
 // Verifier holds both engines for one set of mutators and their compiled policies.
 type Verifier struct {
-	opts     Options
-	gk       *gatekeeper.Engine
-	ev       *admission.Evaluator
-	sets     []admission.PolicySet
-	orders   [][]int
-	nsByName map[string]*corev1.Namespace
+	opts              Options
+	gk                *gatekeeper.Engine
+	ev                *admission.Evaluator
+	sets              []admission.PolicySet
+	orders            [][]int
+	nsByName          map[string]*corev1.Namespace
+	mutatorNamespaces *MutatorNamespaces
+	// notes collects what the cases assumed of namespaces not given.
+	notes *admission.Trace
 }
 
 // New builds both engines.
@@ -120,11 +131,15 @@ func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, 
 			return nil, fmt.Errorf("Gatekeeper's Config: %w", err)
 		}
 	}
-	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces})
+	mns, err := NewMutatorNamespaces(mutators, !opts.MutateIgnoredNamespaces, opts.ExcludedNamespaces)
+	if err != nil {
+		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
+	}
+	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces, GiveNamespacesWith: opts.GiveNamespacesWith})
 	if err != nil {
 		return nil, fmt.Errorf("the API server's MAP code: %w", err)
 	}
-	v := &Verifier{opts: opts, gk: gk, ev: ev, nsByName: map[string]*corev1.Namespace{}}
+	v := &Verifier{opts: opts, gk: gk, ev: ev, nsByName: map[string]*corev1.Namespace{}, mutatorNamespaces: mns, notes: &admission.Trace{}}
 	for _, ns := range opts.Namespaces {
 		v.nsByName[ns.Name] = ns
 	}
@@ -205,6 +220,12 @@ func (v *Verifier) gatekeeperAlike(ctx context.Context, got, again *unstructured
 }
 
 // Check admits one case through Gatekeeper once and through the policies in every order.
+//
+// A case in a namespace not given fails, asking for the Namespace object, when a mutator (its
+// match.namespaceSelector, where the rest of its match and applyTo hold) or a policy (see
+// admission.NamespaceNotGivenError) looks at that namespace's labels: both engines would take it
+// as unlabelled. The admission.gatekeeper.sh/ignore label is taken as absent instead (see
+// AssumedNamespaces).
 func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	in, err := Normalize(c.Object)
 	res := Result{Case: c.Name}
@@ -218,6 +239,10 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	op := c.Operation
 	if op == "" {
 		op = admissionv1.Create
+	}
+	if nerr := v.checkNamespace(ctx, in, c.OldObject, op); nerr != nil {
+		res.Reason = nerr.Error()
+		return res
 	}
 	want, werr := v.gk.Admit(ctx, gatekeeper.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op})
 	if werr == nil {
@@ -236,17 +261,29 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			sets[i] = v.sets[j]
 			names[i] = v.sets[j].Policy.Name
 		}
-		got, gerr := v.ev.Admit(ctx, sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op})
+		tr := &admission.Trace{}
+		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op})
 		if gerr == nil {
 			got, gerr = Normalize(got)
 		}
+		v.notes.Merge(tr)
+		ignored := ignoredFailures(tr)
 		if reason := compare(want, werr, got, gerr); reason != "" {
-			res.Order, res.Got, res.Reason = names, got, reason
+			res.Order, res.Got, res.Reason, res.Ignored = names, got, reason, ignored
+			if len(res.Ignored) > 0 {
+				// A failure the policies skipped is the likely cause.
+				res.Reason += "; " + strings.Join(res.Ignored, "; ")
+			}
 			if gerr != nil {
 				res.GotErr = gerr.Error()
 			}
 			res.Diff = diff(want, got)
 			return res
+		}
+		for _, f := range ignored {
+			if !slices.Contains(res.Ignored, f) {
+				res.Ignored = append(res.Ignored, f)
+			}
 		}
 		if v.opts.Idempotence && gerr == nil {
 			again, aerr := v.ev.Admit(ctx, sets, admission.Request{Object: got.DeepCopy(), Operation: op})
@@ -361,6 +398,9 @@ func Report(rs []Result) string {
 	for _, r := range sorted {
 		if r.Pass {
 			fmt.Fprintf(&b, "PASS %s (%d policy orders)\n", r.Case, r.Orders)
+			for _, f := range r.Ignored {
+				fmt.Fprintf(&b, "  note: %s\n", f)
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "FAIL %s: %s\n", r.Case, r.Reason)

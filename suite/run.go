@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,6 +62,13 @@ func (o *Outcome) Report() verify.Suite {
 // server's MutatingAdmissionPolicy code (package cel/admission), in every order of the policies
 // the case uses (all orders up to 24, else sorted, reversed and seeded shuffles: the API server's
 // order is arbitrary, so an expectation must hold in all of them).
+//
+// A case whose object is in a namespace the suite does not give fails when that namespace's
+// labels matter: a namespaceSelector of a policy or binding that applies, or of a mutator among
+// the sources, looks at labels other than kubernetes.io/metadata.name (see
+// admission.NamespaceNotGivenError and verify.MutatorNamespaces). The outcome's warnings list
+// the namespaces not given that were taken as not labelled admission.gatekeeper.sh/ignore, and
+// those whose labels the policies' expressions read.
 func Run(ctx context.Context, s *Suite) *Outcome {
 	o := &Outcome{Suite: s}
 	sets, err := o.policies()
@@ -68,16 +76,75 @@ func Run(ctx context.Context, s *Suite) *Outcome {
 		o.Err = err
 		return o
 	}
-	ev, err := admission.New(admission.Options{Namespaces: s.Namespaces, CRDs: s.CRDs})
+	r := &runner{s: s, sets: sets, given: map[string]bool{}, notes: &admission.Trace{}}
+	for _, ns := range s.Namespaces {
+		r.given[ns.Name] = true
+	}
+	if len(s.Mutators) > 0 {
+		var muts []*unstructured.Unstructured
+		for _, d := range s.Mutators {
+			muts = append(muts, d.Object)
+		}
+		// The compiled policies carry the webhook's selector: their trace notes it.
+		if r.mutators, err = verify.NewMutatorNamespaces(muts, false, nil); err != nil {
+			o.Err = err
+			return o
+		}
+	}
+	r.ev, err = admission.New(admission.Options{Namespaces: s.Namespaces, CRDs: s.CRDs, GiveNamespacesWith: giveNamespacesWith(s.Format)})
 	if err != nil {
 		o.Err = err
 		return o
 	}
-	defer ev.Close()
+	defer r.ev.Close()
 	for _, c := range s.Cases {
-		o.Results = append(o.Results, runCase(ctx, ev, s, c, sets))
+		o.Results = append(o.Results, r.runCase(ctx, c))
 	}
+	o.Warnings = append(o.Warnings, NamespaceWarnings(r.notes.AssumedNamespaces(), r.notes.NamespaceReads(), giveNamespacesWith(s.Format))...)
 	return o
+}
+
+// runner runs the cases of one suite.
+type runner struct {
+	s        *Suite
+	sets     []admission.PolicySet
+	ev       *admission.Evaluator
+	given    map[string]bool
+	mutators *verify.MutatorNamespaces // nil without mutators among the sources
+	// notes collects what the admissions assumed of namespaces not given.
+	notes *admission.Trace
+}
+
+// giveNamespacesWith says where a suite of the format gives Namespace objects.
+func giveNamespacesWith(format string) string {
+	switch format {
+	case FormatKaptest:
+		return "among the suite's resources"
+	case FormatKyverno:
+		return "among the suite's resources (or its labels in the values file's namespaceSelector)"
+	}
+	return "in the suite's namespaces"
+}
+
+// NamespaceWarnings words what was assumed of namespaces not given: those taken as not labelled
+// admission.gatekeeper.sh/ignore, and those whose labels the policies' expressions read (taken as
+// having none but kubernetes.io/metadata.name). how says where Namespace objects are given.
+func NamespaceWarnings(assumed []string, reads map[string][]string, how string) []string {
+	var out []string
+	if len(assumed) > 0 {
+		out = append(out, fmt.Sprintf("warning: namespace(s) %s not given: taken as not labelled %s, so the policies mutate there (give the Namespace objects %s to check)",
+			strings.Join(assumed, ", "), admission.GatekeeperIgnoreLabel, how))
+	}
+	var nss []string
+	for ns := range reads {
+		nss = append(nss, ns)
+	}
+	sort.Strings(nss)
+	for _, ns := range nss {
+		out = append(out, fmt.Sprintf("warning: namespace %s not given: taken as having no label but kubernetes.io/metadata.name, which matters if the policies' reads of it decide anything (%s); give the Namespace object (kubectl get namespace %s -o yaml) %s",
+			ns, strings.Join(reads[ns], "; "), ns, how))
+	}
+	return out
 }
 
 // policies compiles the mutators and reads the ready policies, sorted by name.
@@ -170,9 +237,10 @@ func selectSets(c *Case, all []admission.PolicySet) ([]admission.PolicySet, erro
 	return sel, nil
 }
 
-func runCase(ctx context.Context, ev *admission.Evaluator, s *Suite, c *Case, all []admission.PolicySet) verify.Result {
+func (r *runner) runCase(ctx context.Context, c *Case) verify.Result {
+	ev := r.ev
 	res := verify.Result{Case: c.Name}
-	sets, err := selectSets(c, all)
+	sets, err := selectSets(c, r.sets)
 	if err != nil {
 		res.Reason = err.Error()
 		return res
@@ -193,6 +261,10 @@ func runCase(ctx context.Context, ev *admission.Evaluator, s *Suite, c *Case, al
 	}
 	if err != nil {
 		res.Reason = "the object cannot be admitted: " + err.Error()
+		return res
+	}
+	if err := r.checkNamespace(ctx, sets, base, req); err != nil {
+		res.Reason = err.Error()
 		return res
 	}
 	var want *unstructured.Unstructured
@@ -224,11 +296,18 @@ func runCase(ctx context.Context, ev *admission.Evaluator, s *Suite, c *Case, al
 		for i, j := range order {
 			ordered[i], names[i] = sets[j], sets[j].Policy.Name
 		}
-		r := req
-		r.Object = in.DeepCopy()
-		got, gerr := ev.Admit(ctx, ordered, r)
+		rq := req
+		rq.Object = in.DeepCopy()
+		tr := &admission.Trace{}
+		got, gerr := ev.Admit(admission.WithTrace(ctx, tr), ordered, rq)
 		if gerr == nil {
 			got, gerr = verify.Normalize(got)
+		}
+		r.notes.Merge(tr)
+		for _, f := range tr.Ignored() {
+			if !slices.Contains(res.Ignored, f.String()) {
+				res.Ignored = append(res.Ignored, f.String())
+			}
 		}
 		reason := judge(c, want, got, gerr)
 		if reason == "" {
@@ -246,6 +325,33 @@ func runCase(ctx context.Context, ev *admission.Evaluator, s *Suite, c *Case, al
 	}
 	res.Pass = true
 	return res
+}
+
+// checkNamespace fails a case in a namespace not given whose labels a selector that applies
+// looks at: the policies' (admission.Evaluator.CheckNamespace) or the mutators' among the
+// sources. obj is the object in its request namespace.
+func (r *runner) checkNamespace(ctx context.Context, sets []admission.PolicySet, obj *unstructured.Unstructured, req admission.Request) error {
+	ns := obj.GetNamespace()
+	if ns == "" || r.given[ns] {
+		return nil
+	}
+	var uses []string
+	if r.mutators != nil {
+		uses, _ = r.mutators.Uses(obj, req.Operation)
+	}
+	tr := &admission.Trace{}
+	err := r.ev.CheckNamespace(admission.WithTrace(ctx, tr), sets, req)
+	var nerr *admission.NamespaceNotGivenError
+	switch {
+	case errors.As(err, &nerr):
+		uses = append(uses, nerr.Uses...)
+	case err != nil:
+		return nil // the admission reports it
+	}
+	if len(uses) > 0 {
+		return &admission.NamespaceNotGivenError{Namespace: ns, Uses: uses, How: giveNamespacesWith(r.s.Format)}
+	}
+	return nil
 }
 
 // judge says why got (or gerr) does not meet the case's expectation, or "" if it does.
@@ -299,9 +405,11 @@ func WriteText(w io.Writer, o *Outcome) {
 	for _, r := range o.Results {
 		if r.Pass {
 			fmt.Fprintf(w, "PASS %s (%d policy order%s)\n", r.Case, r.Orders, plural(r.Orders))
+			writeNotes(w, r.Ignored)
 			continue
 		}
 		fmt.Fprintf(w, "FAIL %s: %s\n", r.Case, r.Reason)
+		writeNotes(w, r.Ignored)
 		if where[r.Case] != "" {
 			fmt.Fprintf(w, "  case at %s\n", where[r.Case])
 		}
@@ -322,6 +430,13 @@ func WriteText(w io.Writer, o *Outcome) {
 	}
 	for _, sk := range s.Skipped {
 		fmt.Fprintf(w, "SKIP %s: %s\n", sk.Case, sk.Reason)
+	}
+}
+
+// writeNotes prints the failures failurePolicy Ignore swallowed during a case.
+func writeNotes(w io.Writer, ignored []string) {
+	for _, f := range ignored {
+		fmt.Fprintf(w, "  note: %s\n", f)
 	}
 }
 

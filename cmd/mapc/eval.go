@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -51,8 +52,16 @@ admitted (exit 1). A policy without a binding, which silently never runs, and a 
 policy are warned about. An object the policies deny is reported on stderr and makes the exit
 status 1; the other objects are still printed.
 
-Namespace objects among -f and --namespaces give namespaceSelector its labels (a namespace not
-given exists with only its kubernetes.io/metadata.name label); those among -f are admitted too.`,
+Namespace objects among -f and --namespaces give namespaceSelector its labels; those among -f
+are admitted too. An object in a namespace not given is an error (exit 1) when a namespaceSelector
+of a policy or binding that applies to it looks at labels other than kubernetes.io/metadata.name;
+otherwise the namespace is taken to have only that label, and a warning names the namespaces
+taken as not labelled admission.gatekeeper.sh/ignore and those whose labels the policies'
+expressions read.
+
+A failing expression that failurePolicy Ignore skips (the API server admits the object without
+that mutation, and tells nobody) is warned about, naming the policy, the mutation or match
+condition, the object and the error.`,
 		Example: `  mapc compile examples/gatekeeper > policies.yaml
   mapc eval --policies policies.yaml -f examples/objects/pod-default-nginx-basic.yaml
   mapc eval --policies deploy/policies -f pod.yaml --namespaces namespaces.yaml --user alice
@@ -135,14 +144,15 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		}
 	}
 
-	ev, err := admission.New(admission.Options{Namespaces: nss, CRDs: crds})
+	ev, err := admission.New(admission.Options{Namespaces: nss, CRDs: crds, GiveNamespacesWith: giveNamespacesWith})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	defer ev.Close()
 	ctx := context.Background()
 	var admitted []*unstructured.Unstructured
-	denied := 0
+	denied, unknownNS := 0, 0
+	notes := &admission.Trace{} // what was assumed of namespaces not given, over all objects
 	for _, d := range objects {
 		req := admission.Request{Object: d.Object, Operation: op, UserName: f.user}
 		if op == admissionv1.Update {
@@ -155,25 +165,49 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 				req.OldObject = old
 			}
 		}
-		got, err := ev.Admit(ctx, ps.Sets, req)
-		if err != nil {
+		tr := &admission.Trace{}
+		got, err := ev.Admit(admission.WithTrace(ctx, tr), ps.Sets, req)
+		var nerr *admission.NamespaceNotGivenError
+		switch {
+		case errors.As(err, &nerr):
+			unknownNS++
+			fmt.Fprintf(stderr, "%s:%d: %s: %v\n", d.File, d.Line, suite.Identity(d.Object), err)
+			continue
+		case err != nil:
 			denied++
 			fmt.Fprintf(stderr, "denied: %s:%d: %s: %v\n", d.File, d.Line, suite.Identity(d.Object), err)
 			continue
 		}
+		for _, f := range tr.Ignored() {
+			fmt.Fprintf(stderr, "warning: %s:%d: %s: %s\n", d.File, d.Line, suite.Identity(d.Object), f)
+		}
+		notes.Merge(tr)
 		if n, err := verify.Normalize(got); err == nil {
 			got = n
 		}
 		admitted = append(admitted, got)
 	}
+	for _, w := range suite.NamespaceWarnings(notes.AssumedNamespaces(), notes.NamespaceReads(), giveNamespacesWith) {
+		fmt.Fprintln(stderr, w)
+	}
 	if err := printObjects(cmd.OutOrStdout(), admitted, f.output.value); err != nil {
 		return &exitError{code: 1, err: err}
 	}
+	var problems []string
 	if denied > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d object(s) denied", denied, len(objects))}
+		problems = append(problems, fmt.Sprintf("%d of %d object(s) denied", denied, len(objects)))
+	}
+	if unknownNS > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %d object(s) not admitted: their namespace's labels matter and it is not given", unknownNS, len(objects)))
+	}
+	if len(problems) > 0 {
+		return &exitError{code: 1, err: errors.New(strings.Join(problems, "; "))}
 	}
 	return nil
 }
+
+// giveNamespacesWith is how eval and verify take Namespace objects, for messages.
+const giveNamespacesWith = "with --namespaces or -f"
 
 // readPolicies reads and checks ready policies, printing warnings; problems are an exit-1 error.
 func readPolicies(cmd *cobra.Command, paths []string, kv *version.Version) (*suite.Policies, error) {

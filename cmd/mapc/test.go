@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,13 @@ Exit status 1 if any case fails or a suite cannot run.
 A SUITE is a file, or a directory searched for suite files. Three formats are read (see
 docs/suites.md): mapc's own (apiVersion: mapc.dev/v1alpha1, kind: Test), kaptest manifests
 (mapTestSuites, expectObject) and kyverno-test.yaml (results with patchedResources), as far as
-they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP.`,
+they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP.
+
+A case whose object is in a namespace the suite does not give fails when that namespace's labels
+matter (a namespaceSelector of a policy, binding or mutator that applies looks at labels other
+than kubernetes.io/metadata.name). A failing expression that failurePolicy Ignore skipped is
+noted under its case. Warnings (in the text report; on standard error with other formats) name
+the namespaces not given that were taken as not labelled admission.gatekeeper.sh/ignore.`,
 		Example: `  mapc test testdata/suites
   mapc test policies.test.yaml -o junit > report.xml`,
 		Args: cobra.ArbitraryArgs,
@@ -59,6 +66,11 @@ they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKI
 				o := suite.Run(ctx, s)
 				if output.value == "text" {
 					suite.WriteText(w, o)
+				} else {
+					for _, x := range o.Warnings { // "warning: ..." or "note: ...": name the suite
+						kind, rest, _ := strings.Cut(x, ": ")
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: %s\n", kind, p, rest)
+					}
 				}
 				passed += o.Passed()
 				failed += o.Failed()

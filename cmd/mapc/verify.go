@@ -45,7 +45,14 @@ Exit status 1 if any object differs or any mutator is refused.
 Documents are told apart by kind: Gatekeeper mutators; objects to admit (everything else);
 Namespace objects are admitted too and give namespaceSelector its labels. Policies among -f
 are ignored: to verify hand-written (or edited) policies against the mutators instead of
-compiling them, give them with --policies.`,
+compiling them, give them with --policies.
+
+An object in a namespace not given fails when a mutator's match.namespaceSelector (where the
+rest of its match holds) or a policy's or binding's namespaceSelector looks at labels other than
+kubernetes.io/metadata.name, as gator refuses it; give the Namespace object with --namespaces
+or -f. Namespaces not given are otherwise taken as not labelled admission.gatekeeper.sh/ignore
+(a warning lists them). A policy expression that failed and that failurePolicy Ignore skipped
+is named in the reason of a failing object (and noted under a passing one).`,
 		Example: `  mapc verify -f examples/gatekeeper -f examples/objects
   mapc verify -f mutators/ -f testdata/objects --idempotence -o junit > verify.xml
   mapc verify -f mutators/ -f objects/ --policies deploy/policies`,
@@ -183,7 +190,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		}
 	}
 	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
-		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces})
+		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces, GiveNamespacesWith: giveNamespacesWith})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
@@ -201,6 +208,15 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			failed++
 		}
 		rs = append(rs, r)
+	}
+	// The compiled policies read namespaces' labels only for the mutators' selectors, which are
+	// checked as Gatekeeper matches them; hand-written ones may read more.
+	var reads map[string][]string
+	if len(f.policies) > 0 {
+		reads = v.NamespaceReads()
+	}
+	for _, w := range suite.NamespaceWarnings(v.AssumedNamespaces(), reads, giveNamespacesWith) {
+		fmt.Fprintln(stderr, w)
 	}
 	w := cmd.OutOrStdout()
 	rep := verify.Suite{Name: "mapc verify", Results: rs, Skipped: skipped}

@@ -55,6 +55,14 @@
 // written); an expected object without a namespace, for an object without one, is in the
 // namespace the request goes to (default).
 //
+// A namespace an object names but that the suite does not give is taken to have only its
+// kubernetes.io/metadata.name label, unless a namespaceSelector of a policy, binding or mutator
+// (among the sources) that applies to the object looks at other labels: then the case fails,
+// asking for the Namespace object. The outcome's warnings list the namespaces taken as not
+// labelled admission.gatekeeper.sh/ignore (mapc's bindings require that), and the reads of
+// namespaces not given by the policies' expressions; a failing expression that failurePolicy
+// Ignore skipped is kept in the case's result (verify.Result.Ignored) and noted in the report.
+//
 // # Other formats
 //
 // Load also reads, as far as they map onto MutatingAdmissionPolicies:

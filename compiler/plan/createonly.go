@@ -145,7 +145,7 @@ func unchangedBetween(ms []*ir.Mutation, fp func(int) *footprint, lo, hi int, n 
 	m, fm := ms[hi], fp(hi)
 	near := func(p path) bool { return prefixOf(p, n) || prefixOf(n, p) }
 	for k := lo + 1; k < hi; k++ {
-		if !kindsOverlap(ms[k].Match, m.Match) {
+		if !overlap(ms[k].Match, m.Match) {
 			continue
 		}
 		f := fp(k)

@@ -3,7 +3,9 @@
 //
 // Gatekeeper runs all mutators in one sorted sequence and repeats it until the object stops
 // changing. Mutations whose footprints (what they read, what they write) do not interact commute,
-// so each can be its own policy. Interacting mutations are grouped into one policy whose
+// so each can be its own policy; so do mutations whose matches no object meets both of at one
+// point of the run, by what admission does not change (kind, operation, name, namespace, the
+// namespace's labels; disjoint.go). Interacting mutations are grouped into one policy whose
 // mutations run in Gatekeeper's order, repeated as many rounds as the group's backward
 // dependencies need to reach Gatekeeper's fixed point; extra rounds are no-ops because every
 // mutation is guarded exactly as Gatekeeper guards it.
@@ -68,7 +70,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 	couplings := map[int][]Coupling{}
 	for i := 0; i < n; i++ {
 		for _, j := range cand[i] {
-			if i == j || !kindsOverlap(ms[i].Match, ms[j].Match) {
+			if i == j || !overlap(ms[i].Match, ms[j].Match) {
 				continue
 			}
 			if reason, r := fps[i].coupling(fps[j]); reason != "" && !shadowed(ms, fps, j, r) {
@@ -79,6 +81,9 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				couplings[i] = append(couplings[i], Coupling{A: ms[i], B: ms[j], Why: reason,
 					Stable: setsIfUnset(ms[j], fps[j], r) && len(fps[i].appends) == 0})
 				why[i] = append(why[i], reason)
+			}
+			if fps[i].apart(fps[j]) {
+				continue // never both on one object: neither sees the other's writes
 			}
 			if reason, read := interacts(fps[i], fps[j]); reason != "" {
 				if read {
@@ -120,7 +125,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				if !cp.Stable {
 					break
 				}
-				if k != i && k != j && kindsOverlap(ms[k].Match, cp.B.Match) && fps[k].feedsBeyondMembers(fps[j]) {
+				if k != i && k != j && overlap(ms[k].Match, cp.B.Match) && fps[k].feedsBeyondMembers(fps[j]) {
 					cp.Stable = false
 				}
 			}
@@ -782,21 +787,21 @@ func orderedAppends(a, b path) bool {
 	return true
 }
 
-// kindsOverlap: could one request be matched by both?
+// kindsOverlap: could one request be matched by both, by its kind and operation?
 func kindsOverlap(a, b ir.Match) bool {
 	if len(a.Rules) == 0 || len(b.Rules) == 0 {
 		var r []ir.Rule
 		var other ir.Match
 		switch {
 		case len(a.Rules) == 0 && len(b.Rules) == 0:
-			return true
+			return anyInBoth(a.Operations, b.Operations) && groupKindsOverlap(a.Kinds, b.Kinds)
 		case len(a.Rules) == 0:
 			r, other = b.Rules, a
 		default:
 			r, other = a.Rules, b
 		}
 		for _, x := range r {
-			if kindAllowed(other, x.Group, x.Kind) {
+			if kindAllowed(other, x.Group, x.Kind) && anyInBoth(x.Operations, other.Operations) {
 				return true
 			}
 		}
@@ -804,7 +809,36 @@ func kindsOverlap(a, b ir.Match) bool {
 	}
 	for _, x := range a.Rules {
 		for _, y := range b.Rules {
-			if x.Group == y.Group && x.Version == y.Version && x.Kind == y.Kind {
+			if x.Group == y.Group && x.Version == y.Version && x.Kind == y.Kind && anyInBoth(x.Operations, y.Operations) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// anyInBoth: may one name (an operation, a group, a kind) be in both a and b, where an empty
+// list or "*" means any?
+func anyInBoth(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 || has(a, "*") || has(b, "*") {
+		return true
+	}
+	for _, x := range a {
+		if has(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupKindsOverlap: may one (group, kind) be allowed by both match.kinds lists (empty: any)?
+func groupKindsOverlap(a, b []ir.GroupKinds) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, x := range a {
+		for _, y := range b {
+			if anyInBoth(x.Groups, y.Groups) && anyInBoth(x.Kinds, y.Kinds) {
 				return true
 			}
 		}
@@ -896,14 +930,17 @@ func (z *Fuser) Commute(a, b *ir.Mutation) bool {
 	if a == b {
 		return false
 	}
-	if !kindsOverlap(a.Match, b.Match) {
+	if !overlap(a.Match, b.Match) {
 		return true
 	}
 	fa, fb := z.footprint(a), z.footprint(b)
-	r1, _ := interacts(fa, fb)
-	r2, _ := interacts(fb, fa)
 	c1, _ := fa.coupling(fb)
 	c2, _ := fb.coupling(fa)
+	if fa.apart(fb) {
+		return c1 == "" && c2 == ""
+	}
+	r1, _ := interacts(fa, fb)
+	r2, _ := interacts(fb, fa)
 	return r1 == "" && r2 == "" && c1 == "" && c2 == ""
 }
 
@@ -944,6 +981,9 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	fa, fb := z.footprint(a), z.footprint(b)
 	if a == b {
 		return fmt.Sprintf("%s runs again (a later round)", a.Source)
+	}
+	if fa.apart(fb) {
+		return "" // at most one of them applies to the object the expression computes from
 	}
 	sentence := func(x, y *ir.Mutation, r string) string {
 		if strings.HasPrefix(r, "both ") {

@@ -193,7 +193,7 @@ func redundantBecause(ms []*ir.Mutation, fp func(int) *footprint, j, bi int) str
 func untouched(ms []*ir.Mutation, fp func(int) *footprint, lo, hi int, match ir.Match, n path, sameNodes bool) bool {
 	near := func(p path) bool { return prefixOf(p, n) || prefixOf(n, p) }
 	for k := lo + 1; k < hi; k++ {
-		if !kindsOverlap(ms[k].Match, match) {
+		if !overlap(ms[k].Match, match) {
 			continue
 		}
 		f := fp(k)

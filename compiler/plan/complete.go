@@ -24,7 +24,8 @@ const maxConditionalCompletions = 2
 // element becomes a completion when:
 //   - g applies to every request f does, but for its scope, namespaces, name or namespace
 //     selector (which decide the completion, cel.CompletionGuard), and has no label selector
-//     (the object's labels may change within the request);
+//     (the object's labels may change within the request); and some request is matched by
+//     both (overlap);
 //   - g would write it in the new element: its tests pass there, it creates no list element, S
 //     holds object fields only, and the element f creates has no field on S;
 //   - nothing else reads or writes at, above or below S in such elements, but for writers of
@@ -93,8 +94,8 @@ func completeList(ms []*ir.Mutation, idx, flat []int, fp func(int) *footprint) {
 			}
 			g := ms[gi]
 			value, ok := constantOf(g)
-			if !ok || g.Match.LabelSelector != nil || !coversRules(g.Match, f.Match) {
-				continue
+			if !ok || g.Match.LabelSelector != nil || !coversRules(g.Match, f.Match) || !overlap(g.Match, f.Match) {
+				continue // (a g that never applies along with f would only cost a test)
 			}
 			s, ok := completionSlot(g, f, e, lit)
 			if !ok {
@@ -218,7 +219,7 @@ func exclusive(ms []*ir.Mutation, idx []int, fp func(int) *footprint, fi, gi, e 
 		return false
 	}
 	for _, hi := range idx {
-		if hi == fi || hi == gi || !kindsOverlap(ms[hi].Match, ms[fi].Match) {
+		if hi == fi || hi == gi || !overlap(ms[hi].Match, ms[fi].Match) {
 			continue
 		}
 		h := fp(hi)

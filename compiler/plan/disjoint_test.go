@@ -143,3 +143,32 @@ func TestDisjointRedundant(t *testing.T) {
 		})
 	}
 }
+
+// TestDisjointSharedCreation: two mutators no request meets both of fuse, each writing what it
+// writes, but a node both may create is created once for both where either applies, which a
+// mutator that creates it only where an ancestor is missing (MustNotExist) would not do.
+func TestDisjointSharedCreation(t *testing.T) {
+	inProd := "    namespaces: [prod]\n"
+	inDev := "    namespaces: [dev]\n"
+	specMissing := "    pathTests:\n    - {subPath: spec, condition: MustNotExist}\n"
+	for _, c := range []struct {
+		name  string
+		a, b  string
+		fuses bool
+	}{
+		{"one place", withMatch(assign("a", "spec.dnsConfig.searches", "[x]", ""), inProd), withMatch(assign("b", "spec.dnsConfig.searches", "[y]", ""), inDev), true},
+		{"a parent both create", withMatch(assign("a", "spec.dnsConfig.searches", "[x]", ""), inProd), withMatch(assign("b", "spec.dnsConfig.nameservers", "[y]", ""), inDev), true},
+		{"a parent one creates only with an ancestor", withMatch(assign("a", "spec.dnsConfig.searches", "[x]", specMissing), inProd), withMatch(assign("b", "spec.dnsConfig.nameservers", "[y]", ""), inDev), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms := named(mutations(t, c.a, c.b))
+			z := plan.NewFuser()
+			if got := z.Fusable(ms["a"], ms["b"]); got != c.fuses {
+				t.Errorf("Fusable = %v (%s), want %v", got, z.WhyNot(ms["a"], ms["b"]), c.fuses)
+			}
+			if !z.Commute(ms["a"], ms["b"]) {
+				t.Errorf("they should commute")
+			}
+		})
+	}
+}

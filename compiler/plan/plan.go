@@ -982,20 +982,23 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	if a == b {
 		return fmt.Sprintf("%s runs again (a later round)", a.Source)
 	}
-	if fa.apart(fb) {
-		return "" // at most one of them applies to the object the expression computes from
-	}
+	// Apart, at most one of them applies to the object the expression computes from: neither
+	// sees the other's operations, and no node gets operations from both. Only the nodes they
+	// share are created for both (SharedCreations).
+	apart := fa.apart(fb)
 	sentence := func(x, y *ir.Mutation, r string) string {
 		if strings.HasPrefix(r, "both ") {
 			return fmt.Sprintf("%s and %s %s", x.Source, y.Source, r)
 		}
 		return fmt.Sprintf("%s %s", x.Source, r)
 	}
-	if r, _ := interactsIf(fa, fb, inOrder); r != "" {
-		return sentence(a, b, r)
-	}
-	if r, _ := interactsIf(fb, fa, inOrder); r != "" {
-		return sentence(b, a, r)
+	if !apart {
+		if r, _ := interactsIf(fa, fb, inOrder); r != "" {
+			return sentence(a, b, r)
+		}
+		if r, _ := interactsIf(fb, fa, inOrder); r != "" {
+			return sentence(b, a, r)
+		}
 	}
 	shared := 0
 	for shared < len(fa.full) && shared < len(fb.full) && segCompatible(fa.full[shared], fb.full[shared]) {
@@ -1003,7 +1006,7 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	}
 	// Writes of one constant at one field, of which one may append the element on the way,
 	// give the same operations wherever both write, from the same object.
-	alike := fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b) ||
+	alike := apart || fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b) ||
 		fa.prunedAround(fb) || fb.prunedAround(fa)
 	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) && !alike {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
@@ -1027,9 +1030,35 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 			if len(c) <= shared && !samePrefix(a.Path, b.Path, len(c)) {
 				return fmt.Sprintf("%s and %s may both create %s, on paths that differ", a.Source, b.Source, c)
 			}
+			if j := f.mustNotExistAbove(len(c)); j >= 0 && o.createsAt(len(c)) && samePrefix(a.Path, b.Path, len(c)) {
+				// Created once for both where either applies and the node's parent is there
+				// (SharedCreations), though f creates it only along with that ancestor.
+				return fmt.Sprintf("%s and %s may both create %s, which %s creates only where %s is missing", a.Source, b.Source, c, f.m.Source, f.full[:j+1])
+			}
 		}
 	}
 	return ""
+}
+
+// mustNotExistAbove is the index of the first step above depth (a strict ancestor of the node
+// f.full[:depth]) that f's walk goes on from only when it is missing (MustNotExist), or -1.
+func (f *footprint) mustNotExistAbove(depth int) int {
+	for j := 0; j < depth-1; j++ {
+		if !f.m.ExistsOK[j] {
+			return j
+		}
+	}
+	return -1
+}
+
+// createsAt: may f create the object node at depth (f.full[:depth])?
+func (f *footprint) createsAt(depth int) bool {
+	for _, c := range f.creates {
+		if len(c) == depth {
+			return true
+		}
+	}
+	return false
 }
 
 // samePrefix: are the first n steps of a and b the same steps (not just compatible)?

@@ -15,7 +15,8 @@
 //     same, a prefix, a longer one, glob for key or key for glob, the list itself), and a quarter
 //     of the cases start from a scenario (sidecar + glob, AssignMetadata adding the label another
 //     mutator's selector waits for, ModifySet + Assign on one list, AssignImage + Assign on one
-//     image, a default set only if missing, nested lists);
+//     image, a default set only if missing, nested lists, writers of one place whose matches
+//     split the requests by namespace, namespace label, name, scope or kind);
 //   - locations over the Pod, Deployment (spec.template) and Namespace schemas in schema.go:
 //     dotted fields, keyed lists and globs, nested lists, locations ending in a keyed element,
 //     quoted keys and key values (dots, slashes, spaces, leading digits; single or double quotes,

@@ -102,6 +102,7 @@ func TestCoverage(t *testing.T) {
 		if len(keys) >= 2 {
 			count("appends of two keys to containers")
 		}
+		splitMatches(c.Mutators, count)
 		for _, o := range c.Admitted() {
 			count("object " + o.GetKind())
 			coverObject(o, count)
@@ -126,6 +127,8 @@ func TestCoverage(t *testing.T) {
 		"object Pod", "object Namespace", "object Deployment", "object generateName", "object several containers",
 		"image digest", "image localhost:5000", "image my.reg", "image plain", "image docker.io",
 		"appends of two keys to containers",
+		"one place, split by namespaces", "one place, split by namespaceSelector", "one place, split by name",
+		"one place, split by scope", "one place, split by kinds",
 	}
 	var missing []string
 	for _, w := range want {
@@ -357,6 +360,27 @@ func coverObject(o *unstructured.Unstructured, count func(string)) {
 			count("image docker.io")
 		case img != "" && !strings.ContainsAny(img, "/:@"):
 			count("image plain")
+		}
+	}
+}
+
+// splitMatches counts the pairs of mutators of one location whose matches both set one of the
+// criteria admission does not change, to different values (perhaps disjoint).
+func splitMatches(ms []*unstructured.Unstructured, count func(string)) {
+	for i, a := range ms {
+		for _, b := range ms[i+1:] {
+			la, _, _ := unstructured.NestedString(a.Object, "spec", "location")
+			lb, _, _ := unstructured.NestedString(b.Object, "spec", "location")
+			if la != lb {
+				continue
+			}
+			for _, field := range []string{"namespaces", "namespaceSelector", "name", "scope", "kinds"} {
+				va, oka, _ := unstructured.NestedFieldNoCopy(a.Object, "spec", "match", field)
+				vb, okb, _ := unstructured.NestedFieldNoCopy(b.Object, "spec", "match", field)
+				if oka && okb && fmt.Sprint(va) != fmt.Sprint(vb) {
+					count("one place, split by " + field)
+				}
+			}
 		}
 	}
 }

@@ -528,11 +528,47 @@ func (g *generator) scenario() {
 			g.record(m, loc)
 		}
 	}
-	which := r.IntN(12)
+	which := r.IntN(13)
 	if which == 11 {
 		which = 9 // twice as often: it needs several mutators to line up
 	}
 	switch which {
+	case 12: // two or three writers of one place whose matches no request meets both of, by
+		// what admission does not change (namespaces, namespace labels, names, scope, kinds),
+		// or that only look so (overlapping globs, values in common, a Namespace whose label a
+		// mutator adds)
+		meta := r.chance(0.4)
+		splits, key := g.splitMatches(2+r.IntN(2), meta)
+		var p path
+		if !meta {
+			spec := path{{field: "spec", n: podSpec}}
+			p = pick(r, []path{sub(glob, "imagePullPolicy"), sub(spec, "priorityClassName"), sub(spec, "dnsPolicy"), c(pick(r, ContainerNames))})
+		}
+		label := pick(r, LabelKeys)
+		for _, match := range splits {
+			if meta {
+				m := g.assignMetadata(label, pick(r, LabelValues))
+				m["spec"].(map[string]any)["match"] = match
+				add(m, nil)
+				continue
+			}
+			m, loc := g.assign(pod, p)
+			if m == nil {
+				continue
+			}
+			spec := m["spec"].(map[string]any)
+			spec["match"] = match
+			if r.chance(0.5) {
+				delete(spec["parameters"].(map[string]any), "pathTests")
+			}
+			add(m, loc)
+		}
+		if key != "" && r.chance(0.4) {
+			// A Namespace gets the label the selectors look at, within its own request.
+			m := g.assignMetadata(key, pick(r, nsLabelValues))
+			m["spec"].(map[string]any)["match"] = map[string]any{"kinds": []any{map[string]any{"apiGroups": []any{""}, "kinds": []any{"Namespace"}}}}
+			add(m, nil)
+		}
 	case 10: // whole containers of one name and a prune through every container: the prune
 		// removes nothing from what they assign (plan.Fuser.PrunedAround: one expression, the
 		// prune leaving out the container they replace), or, less often, something
@@ -786,4 +822,85 @@ func (g *generator) scenario() {
 		}
 		add(g.assign(pod, p))
 	}
+}
+
+// splitMatches is n matches that split requests by one criterion admission does not change,
+// often into parts no request is in two of, and the namespace label key they select on ("" for
+// none); kinds and scope only for AssignMetadata (meta), which then may match Namespaces, and
+// every kind.
+func (g *generator) splitMatches(n int, meta bool) ([]map[string]any, string) {
+	r := g.r
+	out := make([]map[string]any, n)
+	for i := range out {
+		out[i] = map[string]any{}
+		if meta && r.chance(0.5) {
+			out[i]["kinds"] = []any{map[string]any{"apiGroups": []any{""}, "kinds": []any{"Pod", "Namespace"}}}
+		}
+	}
+	criteria := []int{0, 1, 1, 2} // namespace labels twice as often: they have the most forms
+	if meta {
+		criteria = append(criteria, 3, 4)
+	}
+	key := ""
+	switch pick(r, criteria) {
+	case 0: // namespaces, or the namespaces of the others excluded
+		var names []string
+		for _, ns := range g.namespaces {
+			names = append(names, ns.name)
+		}
+		names = append(names, nsWildcards...)
+		var listed []any
+		for i := range out {
+			if i > 0 && r.chance(0.3) {
+				out[i]["excludedNamespaces"] = slices.Clone(listed)
+				continue
+			}
+			ns := toAny(subset(r, names, 1))
+			if len(ns) == 0 {
+				ns = []any{pick(r, names)}
+			}
+			out[i]["namespaces"] = ns
+			listed = append(listed, ns...)
+		}
+	case 1: // values of one namespace label
+		key = pick(r, nsLabelKeys)
+		values := slices.Clone(nsLabelValues)
+		r.Shuffle(len(values), func(i, j int) { values[i], values[j] = values[j], values[i] })
+		for i := range out {
+			v := values[i%len(values)]
+			var s map[string]any
+			switch r.IntN(5) {
+			case 0, 1:
+				s = map[string]any{"matchLabels": map[string]any{key: v}}
+			case 2:
+				vs := []any{v}
+				if r.chance(0.3) {
+					vs = append(vs, pick(r, values)) // perhaps another's
+				}
+				s = map[string]any{"matchExpressions": []any{map[string]any{"key": key, "operator": "In", "values": vs}}}
+			case 3:
+				s = map[string]any{"matchExpressions": []any{map[string]any{"key": key, "operator": "NotIn", "values": toAny(values[:1+r.IntN(2)])}}}
+			default:
+				op := pick(r, []string{"Exists", "DoesNotExist"})
+				s = map[string]any{"matchExpressions": []any{map[string]any{"key": key, "operator": op}}}
+			}
+			out[i]["namespaceSelector"] = s
+		}
+	case 2: // names
+		names := append(slices.Clone(podNames), nameWildcards...)
+		for i := range out {
+			out[i]["name"] = pick(r, names)
+		}
+	case 3: // scopes
+		scopes := pick(r, [][]string{{"Namespaced", "Cluster"}, {"Cluster", "Namespaced"}, {"Namespaced", "*"}})
+		for i := range out {
+			out[i]["scope"] = scopes[i%2]
+		}
+	default: // kinds
+		kinds := pick(r, [][]string{{"Pod", "Namespace"}, {"Namespace", "Pod"}, {"Pod", "Pod"}})
+		for i := range out {
+			out[i]["kinds"] = []any{map[string]any{"apiGroups": []any{""}, "kinds": []any{kinds[i%2]}}}
+		}
+	}
+	return out, key
 }

@@ -77,6 +77,9 @@ type jpgen struct {
 	elem    int
 	created map[string]any
 	around  []Replaced
+	// union, when set, is the list of values a union of merges adds (MergeUnion), which the
+	// merge's operations use instead of its own values.
+	union Expr
 }
 
 // negate is !e, as a != for an ==.
@@ -657,6 +660,9 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		}
 		return List(patchOp("replace", p, v)), nil
 	case ir.MergeSet:
+		if g.union != nil {
+			return g.unionExisting(child, p), nil
+		}
 		if g.singleOpSet() {
 			// One "replace" of the whole list (a list of scalars marshals fine).
 			vals, err := Value(dedupe(op.Values))
@@ -737,6 +743,9 @@ func (g *jpgen) leafMissing() (any, bool, error) {
 		}
 		return CopyJSON(op.Value), true, nil
 	case ir.MergeSet:
+		if g.union != nil {
+			return leaf{g.union}, true, nil
+		}
 		return CopyJSON(op.Values), true, nil
 	case ir.PruneSet:
 		return nil, false, nil

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -158,10 +159,28 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		// limit on expression length: the steps are first reordered as far as their dependencies
 		// allow (schedule), then runs of consecutive fusable steps become one expression each.
 		size := map[*ir.Mutation]int{}
+		// joined: what a merge adds to the union of merges into its list it joins (at most).
+		joined := map[*ir.Mutation]int{}
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
+				if op, ok := st.m.Op.(ir.MergeSet); ok && plan.UnionKey(st.m) != "" {
+					joined[st.m] = unionSize(st, op.Values)
+				}
 			}
+		}
+		// sizeIn is what the steps of c add to the expression of batch, c's own steps first.
+		sizeIn := func(c, batch []step) int {
+			n := 0
+			for i, s := range c {
+				j, ok := joined[s.m]
+				if ok && (unites(s, batch) || unites(s, c[:i])) {
+					n += min(j, size[s.m])
+				} else {
+					n += size[s.m]
+				}
+			}
+			return n
 		}
 		var muts []emit.Mutation
 		checked := map[string]bool{}
@@ -178,16 +197,10 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		var after, why, prevAfter, prevWhy string
 		for i := 0; i < len(chunks); {
 			batch := append([]step(nil), chunks[i]...)
-			total := 0
-			for _, s := range batch {
-				total += size[s.m]
-			}
+			total := sizeIn(batch, nil)
 			j := i + 1
 			for j < len(chunks) {
-				add := 0
-				for _, s := range chunks[j] {
-					add += size[s.m]
-				}
+				add := sizeIn(chunks[j], batch)
 				if total+add > maxFusedLength {
 					after, why = "", fmt.Sprintf("the expression before it reached %d characters", maxFusedLength)
 					break
@@ -591,7 +604,24 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		return ir.PathString(m.Path)
 	}
 	sort.SliceStable(byPath, func(i, j int) bool { return sortKey(byPath[i].m) < sortKey(byPath[j].m) })
+	unions := unionsOf(batch)
 	for _, s := range byPath {
+		if u := unions[plan.UnionKey(s.m)]; len(u) > 1 {
+			if u[0].m != s.m {
+				continue // computed with the first
+			}
+			g, err := unionPart(env, u, assume[s.m])
+			if err != nil {
+				return nil, nil, err
+			}
+			parts = append(parts, g)
+			if e == nil {
+				e = g
+			} else {
+				e = cel.Bin("+", e, g)
+			}
+			continue
+		}
 		ops, ok := opsOf[s.m]
 		around, err := replacedAround(fz, s, batch, guardOf)
 		if err != nil {
@@ -640,6 +670,66 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		e = cel.Bin("+", e, p)
 	}
 	return e, parts, nil
+}
+
+// unionSize bounds the length a merge's values add to a union (cel.MergeUnion) of merges into its
+// list: each value, under its condition.
+func unionSize(s step, vals []any) int {
+	l, err := cel.LabelsMatch(s.m.Match.LabelSelector)
+	if err != nil {
+		return math.MaxInt / 2 // not to be joined: the merge's own error comes later
+	}
+	when := cel.And(s.guard, l)
+	each := len("dyn(), ")
+	if when != cel.True {
+		each += cel.Len(when) + len("?( && !()) ? optional.of() : optional.none()")
+	}
+	n := 0
+	for _, v := range vals {
+		e, err := cel.Value(v)
+		if err != nil {
+			return math.MaxInt / 2
+		}
+		n += cel.Len(e) + each
+	}
+	return n
+}
+
+// unites: is a step of batch a merge computed with s in one union (plan.UnionKey)?
+func unites(s step, batch []step) bool {
+	k := plan.UnionKey(s.m)
+	for _, t := range batch {
+		if t.m != s.m && k != "" && plan.UnionKey(t.m) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// unionsOf is the steps of batch that are merges into one list (plan.UnionKey), by key, in the
+// batch's order (Gatekeeper's: the fuser lets them share an expression only in their order).
+func unionsOf(batch []step) map[string][]step {
+	out := map[string][]step{}
+	for _, s := range batch {
+		if k := plan.UnionKey(s.m); k != "" {
+			out[k] = append(out[k], s)
+		}
+	}
+	return out
+}
+
+// unionPart is the operations of the merges u into one list, computed together
+// (cel.MergeUnion), each where its guard and label selector hold.
+func unionPart(env *cel.Env, u []step, assume int) (cel.Expr, error) {
+	parts := make([]cel.MergePart, len(u))
+	for i, s := range u {
+		labels, err := cel.LabelsMatch(s.m.Match.LabelSelector)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = cel.MergePart{Values: s.m.Op.(ir.MergeSet).Values, When: cel.And(s.guard, labels)}
+	}
+	return cel.MergeUnion(u[0].m, parts, env.Features(), assume)
 }
 
 // replacedAround is the elements that other steps of the batch replace whole, which s's

@@ -10,6 +10,12 @@
 // dependencies need to reach Gatekeeper's fixed point; extra rounds are no-ops because every
 // mutation is guarded exactly as Gatekeeper guards it.
 //
+// ModifySet merges into one list only add values, each unless the list holds it: none changes
+// what the others leave in the list, and another pass adds nothing, so they need no round for
+// each other; only their order decides the order of the new elements. Merges with the same
+// location and path tests (UnionKey) are computed, in that order, in one expression
+// (cel.MergeUnion), so that n such merges cost one mutation, not n mutations in n+1 rounds.
+//
 // The analysis is conservative: when unsure whether two mutations interact, it groups them.
 package plan
 
@@ -19,6 +25,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
@@ -68,6 +76,8 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 	}
 	why := map[int][]string{}
 	couplings := map[int][]Coupling{}
+	unions := map[string]map[int]bool{} // merges into one list (UnionKey) whose order matters
+	var unionOrder []string
 	for i := 0; i < n; i++ {
 		for _, j := range cand[i] {
 			if i == j || !overlap(ms[i].Match, ms[j].Match) {
@@ -96,13 +106,33 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				if a != b {
 					parent[a] = b
 				}
-				if read {
+				if k := UnionKey(ms[i]); !read && k != "" && k == UnionKey(ms[j]) {
+					// One line for all the merges into the list, not one for each pair.
+					if unions[k] == nil {
+						unionOrder = append(unionOrder, k)
+						unions[k] = map[int]bool{}
+					}
+					unions[k][i], unions[k][j] = true, true
+				} else if read {
 					why[i] = append(why[i], fmt.Sprintf("%s → %s: %s", ms[i].Source, ms[j].Source, reason))
 				} else {
 					why[i] = append(why[i], fmt.Sprintf("%s, %s: %s (their order decides the result)", ms[i].Source, ms[j].Source, reason))
 				}
 			}
 		}
+	}
+	for _, k := range unionOrder {
+		var idx []int
+		for i := range unions[k] {
+			idx = append(idx, i)
+		}
+		sort.Ints(idx)
+		names := make([]string, len(idx))
+		for n, i := range idx {
+			names[n] = ms[i].Source.String()
+		}
+		why[idx[0]] = append(why[idx[0]], fmt.Sprintf("%s: each merges values into %s (their order decides the order of the new elements)",
+			strings.Join(names, ", "), ir.PathString(ms[idx[0]].Path)))
 	}
 	byRoot := map[int][]int{}
 	var roots []int
@@ -704,6 +734,9 @@ func (f *footprint) feeds(g *footprint) string {
 			if len(w) == len(f.full) && f.fixesImage(g) {
 				continue
 			}
+			if len(w) == len(f.full) && f.mergesInto(g, v) {
+				continue
+			}
 			if prefixOf(w, v) || prefixOf(v, w) {
 				return fmt.Sprintf("writes %s, which %s reads", w, g.m.Source)
 			}
@@ -731,6 +764,9 @@ func (f *footprint) feeds(g *footprint) string {
 			}
 		}
 		for _, v := range g.values {
+			if f.mergesInto(g, v) {
+				continue // created only along with the list f merges into
+			}
 			if prefixOf(v, c) || prefixOf(c, v) && len(v) <= len(f.full) && prefixOf(v, f.full) {
 				return fmt.Sprintf("may create %s, which %s reads", c, g.m.Source)
 			}
@@ -743,6 +779,9 @@ func (f *footprint) feeds(g *footprint) string {
 // f's operations come before g's in one expression, which keeps the order of elements both
 // append (orderedAppends).
 func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
+	if inOrder && f.unites(g) {
+		return "" // one expression computes both, in this order (cel.MergeUnion)
+	}
 	for _, w := range f.writes {
 		for _, w2 := range g.writes {
 			if !prefixOf(w, w2) && !prefixOf(w2, w) {
@@ -785,6 +824,48 @@ func orderedAppends(a, b path) bool {
 		}
 	}
 	return true
+}
+
+// mergesInto: are f and g ModifySet merges into lists that may be one (compatible paths), and v
+// the list g reads? Then what f writes there, or creates on the way to it, changes nothing g's
+// merge leaves in the list: f only adds values (each unless present), never removes one, so g's
+// values end up in the list once each whichever runs first, and another pass adds nothing. Only
+// the order of the new elements depends on which runs first, which overwritesIf says; merges
+// into one list never need another round for each other. (What else g reads, and writes on the
+// way, such as a keyed element f may append, is compared as usual.)
+func (f *footprint) mergesInto(g *footprint, v path) bool {
+	_, fm := f.m.Op.(ir.MergeSet)
+	_, gm := g.m.Op.(ir.MergeSet)
+	return fm && gm && len(v) == len(g.full) && len(f.full) == len(g.full) && prefixOf(f.full, v)
+}
+
+// unites: are f and g merges that one expression computes together (UnionKey), f's values
+// first?
+func (f *footprint) unites(g *footprint) bool {
+	k := UnionKey(f.m)
+	return k != "" && k == UnionKey(g.m)
+}
+
+// UnionKey is, for a ModifySet merge that can be computed with others in one expression
+// (cel.MergeUnion), what must be the same for them: its location and its path tests; else "".
+// Merges with the same key, computed from one object in Gatekeeper's order, give what they give
+// one after the other: each value is added unless the list holds it or an earlier merge of the
+// union that applies adds it. Left out are merges without values (Gatekeeper sets an empty list
+// where it is missing), with a value twice (Gatekeeper sets the duplicates where the list is
+// missing) and with completions (their new element is written with others' values).
+func UnionKey(m *ir.Mutation) string {
+	op, ok := m.Op.(ir.MergeSet)
+	if !ok || len(op.Values) == 0 || len(m.Completions) > 0 {
+		return ""
+	}
+	for i, v := range op.Values {
+		for _, u := range op.Values[:i] {
+			if cmp.Equal(u, v) {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("%s %v %v", ir.PathKey(m.Path), m.ExistsOK, m.MissingOK)
 }
 
 // kindsOverlap: could one request be matched by both, by its kind and operation?
@@ -1007,7 +1088,7 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	// Writes of one constant at one field, of which one may append the element on the way,
 	// give the same operations wherever both write, from the same object.
 	alike := apart || fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b) ||
-		fa.prunedAround(fb) || fb.prunedAround(fa)
+		fa.prunedAround(fb) || fb.prunedAround(fa) || inOrder && fa.unites(fb)
 	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) && !alike {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}
@@ -1083,7 +1164,8 @@ type Shared struct {
 
 // SharedCreations lists, parents first, the object nodes on the common part of the paths of
 // two or more mutations of batch that at least one of them may create, and for each mutation
-// the depth up to which its path runs through such nodes.
+// the depth up to which its path runs through such nodes. Merges of batch into one list
+// (UnionKey) count as one: each creates what the first creates.
 func SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutation]int) {
 	return NewFuser().SharedCreations(batch)
 }
@@ -1098,7 +1180,15 @@ func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutatio
 	nodes := map[string]*node{}
 	var keys []string
 	key := ir.PathKey
+	first := map[string]*ir.Mutation{} // by UnionKey
 	for _, m := range batch {
+		// Merges into one list are computed as one (cel.MergeUnion): the first stands for all.
+		if k := UnionKey(m); k != "" {
+			if first[k] != nil {
+				continue
+			}
+			first[k] = m
+		}
 		f := z.footprint(m)
 		creates := map[int]bool{}
 		for _, c := range f.creates {
@@ -1130,7 +1220,7 @@ func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutatio
 		}
 		s := Shared{Path: n.path}
 		for _, m := range batch {
-			if n.creators[m] {
+			if n.creators[m] || n.creators[first[UnionKey(m)]] {
 				s.Creators = append(s.Creators, m)
 			}
 			if samePrefix(m.Path, n.path, len(n.path)) && len(m.Path) > len(n.path) {

@@ -490,3 +490,103 @@ func TestPrunedAround(t *testing.T) {
 		})
 	}
 }
+
+// merge is a Pod ModifySet mutator adding values; extra is appended under spec.
+func merge(name, location, values, extra string) string {
+	return fmt.Sprintf(`apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata:
+  name: %s
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: '%s'
+  parameters:
+    operation: merge
+    values:
+      fromList: %s
+%s`, name, location, values, extra)
+}
+
+// TestMergesIntoOneList: merges into one list only add values, so none of them changes what the
+// others leave in the list and another pass adds nothing: they need one round, only their order
+// matters, and in that order they are computed in one expression (a union of their values,
+// plan.UnionKey). Whatever else reads or writes the list still interacts with them.
+func TestMergesIntoOneList(t *testing.T) {
+	tol := func(k string) string { return fmt.Sprintf("[{key: %s, operator: Exists}]", k) }
+	inProd := "  match:\n    namespaces: [prod]\n"
+	mustExist := "  parameters:\n    pathTests:\n    - {subPath: spec.tolerations, condition: MustExist}\n"
+	withTests := func(doc, tests string) string {
+		return strings.Replace(doc, "  parameters:\n", tests, 1)
+	}
+	cases := []struct {
+		name    string
+		docs    []string
+		groups  []string
+		rounds  []int
+		inOrder bool // FusableInOrder(first, second)
+	}{
+		{"distinct values",
+			[]string{merge("a", "spec.tolerations", tol("a"), ""), merge("b", "spec.tolerations", tol("b"), ""), merge("c", "spec.tolerations", tol("c"), "")},
+			[]string{"ModifySet/a+ModifySet/b+ModifySet/c"}, []int{1}, true},
+		{"distinct matches",
+			[]string{merge("a", "spec.tolerations", tol("a"), inProd), merge("b", "spec.tolerations", tol("b"), "")},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, true},
+		{"the same value twice",
+			[]string{merge("a", "spec.tolerations", tol("a"), inProd), merge("b", "spec.tolerations", tol("a"), "")},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, true},
+		{"in every container",
+			[]string{merge("a", "spec.containers[name: *].args", "[--a]", ""), merge("b", "spec.containers[name: *].args", "[--b, --a]", "")},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, true},
+		{"a key and a glob: the new container is merged into in the next pass",
+			[]string{merge("a", "spec.containers[name: *].args", "[--a]", ""), merge("b", "spec.containers[name: app].args", "[--b]", "")},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{2}, false},
+		{"other path tests",
+			[]string{merge("a", "spec.tolerations", tol("a"), ""), withTests(merge("b", "spec.tolerations", tol("b"), ""), mustExist)},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, false},
+		{"a value twice in one merge",
+			[]string{merge("a", "spec.tolerations", tol("a"), ""), merge("b", "spec.tolerations", "[{key: b}, {key: b}]", "")},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, false},
+		{"a prune of the list",
+			[]string{merge("a", "spec.tolerations", tol("a"), ""), prune("b", "spec.tolerations", tol("a")), merge("c", "spec.tolerations", tol("c"), "")},
+			[]string{"ModifySet/a+ModifySet/b+ModifySet/c"}, []int{4}, false},
+		{"the whole list assigned (Gatekeeper sorts Assigns first)",
+			[]string{merge("a", "spec.tolerations", tol("a"), ""), assign("b", "spec.tolerations", tol("b"), "")},
+			[]string{"Assign/b+ModifySet/a"}, []int{1}, false},
+		{"other lists",
+			[]string{merge("a", "spec.tolerations", tol("a"), ""), merge("b", "spec.containers[name: *].args", "[--b]", "")},
+			[]string{"ModifySet/a", "ModifySet/b"}, []int{1, 1}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ms := mutations(t, c.docs...)
+			gs := plan.Plan(ms)
+			var got []string
+			var rounds []int
+			for _, g := range gs {
+				var names []string
+				for _, m := range g.Mutations {
+					names = append(names, m.Source.String())
+				}
+				got = append(got, strings.Join(names, "+"))
+				rounds = append(rounds, g.Rounds)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.groups) || fmt.Sprint(rounds) != fmt.Sprint(c.rounds) {
+				t.Errorf("got %v rounds %v, want %v rounds %v", got, rounds, c.groups, c.rounds)
+				for _, g := range gs {
+					t.Log(strings.Join(g.Why, "\n"))
+				}
+			}
+			z := plan.NewFuser()
+			a, b := ms[0], ms[len(ms)-1]
+			if len(ms) == 3 {
+				a, b = ms[0], ms[1]
+			}
+			if got := z.FusableInOrder(a, b); got != c.inOrder {
+				t.Errorf("FusableInOrder(%s, %s) = %v, want %v (%s)", a.Source, b.Source, got, c.inOrder, z.WhyNotInOrder(a, b))
+			}
+			if len(gs) == 1 && (z.Commute(a, b) || z.Fusable(a, b)) {
+				t.Errorf("%s, %s: said to commute, though their order decides the list's", a.Source, b.Source)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -14,6 +15,7 @@ import (
 	frontend "github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/reference/gatekeeper"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -157,6 +159,85 @@ func TestMismatchesStayFixed(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestMergesIntoOneList: merges of distinct values into one list compile to a number of
+// mutations that does not grow with their number (each expression holds as many values as fit
+// in its length bound), in a policy far below the API server's limits, quickly; and the result
+// is Gatekeeper's, for Pods without tolerations, with some, and with values of the merges.
+func TestMergesIntoOneList(t *testing.T) {
+	pods := `apiVersion: v1
+kind: Pod
+metadata: {name: bare, namespace: team-1, labels: {tier: t2}}
+spec:
+  containers: [{name: app, image: nginx}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: some, namespace: default}
+spec:
+  tolerations:
+  - {key: other, operator: Exists}
+  - {key: gen.example.com/t7, operator: Exists, effect: NoSchedule}
+  - {key: other, operator: Exists}
+  containers: [{name: app, image: nginx}]
+`
+	objDocs, err := source.Parse("pods.yaml", []byte(pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mixed := range []bool{false, true} {
+		var counts []int
+		for _, n := range []int{20, 160} {
+			docs, err := source.Parse("merges.yaml", GenerateMerges(n, mixed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			out := compiler.Compile(docs, compiler.Options{})
+			took := time.Since(start)
+			if len(out.Problems) > 0 {
+				t.Fatal(out.Problems[0])
+			}
+			kv, err := compiler.ParseVersion(compiler.DefaultKubernetesVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream, err := emit.Stream(out.Policies, emit.APIVersion(kv), emit.YAML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			policies, mutations := Count(Sets(out.Policies))
+			t.Logf("%d merges (mixed matches: %v): %d policy, %d mutation(s), %d bytes, compiled in %v", n, mixed, policies, mutations, len(stream), took.Round(time.Millisecond))
+			counts = append(counts, mutations)
+			if n == 160 && len(stream) > 100_000 {
+				t.Errorf("%d merges: %d bytes of policies", n, len(stream))
+			}
+			var muts []*unstructured.Unstructured
+			for _, d := range docs {
+				muts = append(muts, d.Object)
+			}
+			v, err := verify.NewSets(muts, Sets(out.Policies), verify.Options{Idempotence: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range objDocs {
+				if r := v.Check(context.Background(), verify.Case{Object: d.Object}); !r.Pass {
+					t.Errorf("%s", verify.Report([]verify.Result{r}))
+				}
+			}
+			v.Close()
+		}
+		// With every third merge's label selector written out with its value, 160 values of
+		// mixed matches outgrow one expression's length bound.
+		want := 1
+		if mixed {
+			want = 2
+		}
+		if counts[0] != 1 || counts[1] > want {
+			t.Errorf("mixed matches %v: %v mutations for 20 and 160 merges, want 1 and at most %d", mixed, counts, want)
 		}
 	}
 }

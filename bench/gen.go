@@ -87,3 +87,36 @@ func Generate(n int) []byte {
 	}
 	return []byte(b.String())
 }
+
+// GenerateMerges writes n ModifySet merges of one distinct toleration each into the tolerations
+// of Pods, as one YAML stream; with mixed, every third applies only in one namespace and every
+// third only to Pods with a label, the others to every Pod. Merges into one list only add
+// values: they need one round, and are computed in one expression (see TestMergesIntoOneList).
+func GenerateMerges(n int, mixed bool) []byte {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		match := ""
+		if mixed && i%3 == 1 {
+			match = fmt.Sprintf("  match:\n    namespaces: [\"team-%d\"]\n", i%5)
+		} else if mixed && i%3 == 2 {
+			match = fmt.Sprintf("  match:\n    labelSelector:\n      matchLabels:\n        tier: t%d\n", i%4)
+		}
+		fmt.Fprintf(&b, `apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata:
+  name: toleration-%04d
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+%s  location: spec.tolerations
+  parameters:
+    operation: merge
+    values:
+      fromList:
+      - {key: gen.example.com/t%d, operator: Exists, effect: NoSchedule}
+`, i, match, i)
+	}
+	return []byte(b.String())
+}

@@ -709,6 +709,10 @@ func (f *footprint) fixesImage(g *footprint) bool {
 // feeds says why g reads something f writes.
 func (f *footprint) feeds(g *footprint) string {
 	same := f.sameValueSamePath(g)
+	// Merges of one union walk the same path with the same tests: what f creates on the way (a
+	// keyed element, objects) g creates alike where f has not, and the list in it g only adds to
+	// (mergesInto). Their existence tests still count.
+	uni := f.unites(g)
 	for _, w := range f.writes {
 		for _, e := range g.exists {
 			if same && len(e) == len(g.full) {
@@ -723,7 +727,7 @@ func (f *footprint) feeds(g *footprint) string {
 		for _, sel := range g.members {
 			// Replacing the list (or an ancestor), or adding or replacing an element it selects.
 			l := sel[:len(sel)-1]
-			if g.replacesElement(sel, f.full) {
+			if g.replacesElement(sel, f.full) || uni {
 				continue
 			}
 			if prefixOf(w, l) || len(w) == len(sel) && prefixOf(sel, w) && w[len(w)-1].list {
@@ -734,7 +738,7 @@ func (f *footprint) feeds(g *footprint) string {
 			if len(w) == len(f.full) && f.fixesImage(g) {
 				continue
 			}
-			if len(w) == len(f.full) && f.mergesInto(g, v) {
+			if len(w) == len(f.full) && f.mergesInto(g, v) || uni && prefixOf(v, f.full) {
 				continue
 			}
 			if prefixOf(w, v) || prefixOf(v, w) {
@@ -756,7 +760,7 @@ func (f *footprint) feeds(g *footprint) string {
 		}
 		for _, sel := range g.members {
 			// The new list holds only f's element: it matters to g's selector if that selects it.
-			if g.replacesElement(sel, f.full) {
+			if g.replacesElement(sel, f.full) || uni {
 				continue
 			}
 			if l := sel[:len(sel)-1]; prefixOf(c, l) && len(c) == len(l) && len(f.full) > len(c) && segCompatible(sel[len(sel)-1], f.full[len(c)]) {
@@ -764,7 +768,7 @@ func (f *footprint) feeds(g *footprint) string {
 			}
 		}
 		for _, v := range g.values {
-			if f.mergesInto(g, v) {
+			if f.mergesInto(g, v) || uni && prefixOf(v, f.full) {
 				continue // created only along with the list f merges into
 			}
 			if prefixOf(v, c) || prefixOf(c, v) && len(v) <= len(f.full) && prefixOf(v, f.full) {

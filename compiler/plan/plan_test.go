@@ -515,6 +515,7 @@ func TestMergesIntoOneList(t *testing.T) {
 	tol := func(k string) string { return fmt.Sprintf("[{key: %s, operator: Exists}]", k) }
 	inProd := "  match:\n    namespaces: [prod]\n"
 	mustExist := "  parameters:\n    pathTests:\n    - {subPath: spec.tolerations, condition: MustExist}\n"
+	notThere := "  parameters:\n    pathTests:\n    - {subPath: 'spec.containers[name: app]', condition: MustNotExist}\n"
 	withTests := func(doc, tests string) string {
 		return strings.Replace(doc, "  parameters:\n", tests, 1)
 	}
@@ -537,6 +538,12 @@ func TestMergesIntoOneList(t *testing.T) {
 		{"in every container",
 			[]string{merge("a", "spec.containers[name: *].args", "[--a]", ""), merge("b", "spec.containers[name: *].args", "[--b, --a]", "")},
 			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, true},
+		{"one key: either creates the container as the other would",
+			[]string{merge("a", "spec.containers[name: app].args", "[--a]", ""), merge("b", "spec.containers[name: app].args", "[--b]", inProd)},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{1}, true},
+		{"one key that must not exist: the first to create it decides",
+			[]string{withTests(merge("a", "spec.containers[name: app].args", "[--a]", ""), notThere), withTests(merge("b", "spec.containers[name: app].args", "[--b]", ""), notThere)},
+			[]string{"ModifySet/a+ModifySet/b"}, []int{3}, false},
 		{"a key and a glob: the new container is merged into in the next pass",
 			[]string{merge("a", "spec.containers[name: *].args", "[--a]", ""), merge("b", "spec.containers[name: app].args", "[--b]", "")},
 			[]string{"ModifySet/a+ModifySet/b"}, []int{2}, false},

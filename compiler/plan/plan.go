@@ -106,7 +106,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				if a != b {
 					parent[a] = b
 				}
-				if k := UnionKey(ms[i]); !read && k != "" && k == UnionKey(ms[j]) {
+				if k := fps[i].union; !read && fps[i].unites(fps[j]) {
 					// One line for all the merges into the list, not one for each pair.
 					if unions[k] == nil {
 						unionOrder = append(unionOrder, k)
@@ -354,10 +354,12 @@ type footprint struct {
 	elemAt  int
 	// defs caches defaultsAfter.
 	defs []defaulted
+	// union is UnionKey(m).
+	union string
 }
 
 func footprintOf(m *ir.Mutation) *footprint {
-	f := &footprint{m: m}
+	f := &footprint{m: m, union: UnionKey(m)}
 	for i, st := range m.Path {
 		s := seg{field: st.Field, list: st.List, keyField: st.KeyField, keyValue: st.KeyValue, glob: st.Glob}
 		f.full = append(f.full, s)
@@ -846,8 +848,7 @@ func (f *footprint) mergesInto(g *footprint, v path) bool {
 // unites: are f and g merges that one expression computes together (UnionKey), f's values
 // first?
 func (f *footprint) unites(g *footprint) bool {
-	k := UnionKey(f.m)
-	return k != "" && k == UnionKey(g.m)
+	return f.union != "" && f.union == g.union
 }
 
 // UnionKey is, for a ModifySet merge that can be computed with others in one expression

@@ -164,7 +164,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
-				if op, ok := st.m.Op.(ir.MergeSet); ok && plan.UnionKey(st.m) != "" {
+				if op, ok := st.m.Op.(ir.MergeSet); ok && fz.UnionKey(st.m) != "" {
 					joined[st.m] = unionSize(st, op.Values)
 				}
 			}
@@ -174,7 +174,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			n := 0
 			for i, s := range c {
 				j, ok := joined[s.m]
-				if ok && (unites(s, batch) || unites(s, c[:i])) {
+				if ok && (unites(fz, s, batch) || unites(fz, s, c[:i])) {
 					n += min(j, size[s.m])
 				} else {
 					n += size[s.m]
@@ -604,9 +604,9 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		return ir.PathString(m.Path)
 	}
 	sort.SliceStable(byPath, func(i, j int) bool { return sortKey(byPath[i].m) < sortKey(byPath[j].m) })
-	unions := unionsOf(batch)
+	unions := unionsOf(fz, batch)
 	for _, s := range byPath {
-		if u := unions[plan.UnionKey(s.m)]; len(u) > 1 {
+		if u := unions[fz.UnionKey(s.m)]; len(u) > 1 {
 			if u[0].m != s.m {
 				continue // computed with the first
 			}
@@ -696,10 +696,10 @@ func unionSize(s step, vals []any) int {
 }
 
 // unites: is a step of batch a merge computed with s in one union (plan.UnionKey)?
-func unites(s step, batch []step) bool {
-	k := plan.UnionKey(s.m)
+func unites(fz *plan.Fuser, s step, batch []step) bool {
+	k := fz.UnionKey(s.m)
 	for _, t := range batch {
-		if t.m != s.m && k != "" && plan.UnionKey(t.m) == k {
+		if t.m != s.m && k != "" && fz.UnionKey(t.m) == k {
 			return true
 		}
 	}
@@ -708,10 +708,10 @@ func unites(s step, batch []step) bool {
 
 // unionsOf is the steps of batch that are merges into one list (plan.UnionKey), by key, in the
 // batch's order (Gatekeeper's: the fuser lets them share an expression only in their order).
-func unionsOf(batch []step) map[string][]step {
+func unionsOf(fz *plan.Fuser, batch []step) map[string][]step {
 	out := map[string][]step{}
 	for _, s := range batch {
-		if k := plan.UnionKey(s.m); k != "" {
+		if k := fz.UnionKey(s.m); k != "" {
 			out[k] = append(out[k], s)
 		}
 	}

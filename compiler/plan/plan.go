@@ -873,6 +873,9 @@ func UnionKey(m *ir.Mutation) string {
 	return fmt.Sprintf("%s %v %v", ir.PathKey(m.Path), m.ExistsOK, m.MissingOK)
 }
 
+// UnionKey is the package's UnionKey, computed once per mutation.
+func (z *Fuser) UnionKey(m *ir.Mutation) string { return z.footprint(m).union }
+
 // kindsOverlap: could one request be matched by both, by its kind and operation?
 func kindsOverlap(a, b ir.Match) bool {
 	if len(a.Rules) == 0 || len(b.Rules) == 0 {
@@ -1188,7 +1191,7 @@ func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutatio
 	first := map[string]*ir.Mutation{} // by UnionKey
 	for _, m := range batch {
 		// Merges into one list are computed as one (cel.MergeUnion): the first stands for all.
-		if k := UnionKey(m); k != "" {
+		if k := z.footprint(m).union; k != "" {
 			if first[k] != nil {
 				continue
 			}
@@ -1225,7 +1228,7 @@ func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutatio
 		}
 		s := Shared{Path: n.path}
 		for _, m := range batch {
-			if n.creators[m] || n.creators[first[UnionKey(m)]] {
+			if n.creators[m] || n.creators[first[z.footprint(m).union]] {
 				s.Creators = append(s.Creators, m)
 			}
 			if samePrefix(m.Path, n.path, len(n.path)) && len(m.Path) > len(n.path) {

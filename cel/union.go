@@ -58,12 +58,13 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f Features, shared int) (Expr
 		}
 	}
 	list := optList{elems: make([]Expr, len(vals)), opt: make([]bool, len(vals))}
+	mixed := !homogeneous(vals)
 	for i, v := range vals {
 		e, err := Value(v)
 		if err != nil {
 			return nil, err
 		}
-		if !homogeneous(vals) {
+		if mixed {
 			e = Call("dyn", e)
 		}
 		if conds[i] != True {

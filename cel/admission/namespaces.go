@@ -129,17 +129,23 @@ func (u *namespaceUse) needsNamespace() bool {
 	return false
 }
 
+// selectorUse says which labels *sel looks at (as "what on key, key"), and whether it requires the
+// ignore label's absence, then empties it: the rest of the match is tested without it.
+func selectorUse(sel **metav1.LabelSelector, what string) (uses []string, ignore bool) {
+	keys, ignore := SelectorLabels(*sel)
+	if len(keys) > 0 {
+		uses = []string{what + " on " + strings.Join(keys, ", ")}
+	}
+	*sel = &metav1.LabelSelector{}
+	return uses, ignore
+}
+
 // newNamespaceUse analyses a defaulted policy and its defaulted bindings.
 func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) *namespaceUse {
 	u := &namespaceUse{}
 	stripped := policy.DeepCopy()
 	if mc := stripped.Spec.MatchConstraints; mc != nil {
-		keys, ignore := SelectorLabels(mc.NamespaceSelector)
-		if len(keys) > 0 {
-			u.uses = append(u.uses, fmt.Sprintf("policy %s: spec.matchConstraints.namespaceSelector on %s", policy.Name, strings.Join(keys, ", ")))
-		}
-		u.ignoreLabel = ignore
-		mc.NamespaceSelector = &metav1.LabelSelector{}
+		u.uses, u.ignoreLabel = selectorUse(&mc.NamespaceSelector, "policy "+policy.Name+": spec.matchConstraints.namespaceSelector")
 	}
 	for _, e := range policyExpressions(policy) {
 		if reads := namespaceReads(e.expr); len(reads) > 0 {
@@ -155,12 +161,7 @@ func newNamespaceUse(policy *admissionregistrationv1.MutatingAdmissionPolicy, bi
 		bu := bindingNamespaceUse{}
 		sb := b.DeepCopy()
 		if mr := sb.Spec.MatchResources; mr != nil {
-			keys, ignore := SelectorLabels(mr.NamespaceSelector)
-			if len(keys) > 0 {
-				bu.uses = append(bu.uses, fmt.Sprintf("binding %s: spec.matchResources.namespaceSelector on %s", b.Name, strings.Join(keys, ", ")))
-			}
-			bu.ignoreLabel = ignore
-			mr.NamespaceSelector = &metav1.LabelSelector{}
+			bu.uses, bu.ignoreLabel = selectorUse(&mr.NamespaceSelector, "binding "+b.Name+": spec.matchResources.namespaceSelector")
 		}
 		bu.binding = mutating.NewMutatingAdmissionPolicyBindingAccessor(sb)
 		u.bindings = append(u.bindings, bu)

@@ -55,6 +55,19 @@ func named(ms []*ir.Mutation) map[string]*ir.Mutation {
 	return out
 }
 
+// groupsOf names each group's members ("a+b") and gives its rounds.
+func groupsOf(gs []*plan.Group) (names []string, rounds []int) {
+	for _, g := range gs {
+		var members []string
+		for _, m := range g.Mutations {
+			members = append(members, m.Source.String())
+		}
+		names = append(names, strings.Join(members, "+"))
+		rounds = append(rounds, g.Rounds)
+	}
+	return names, rounds
+}
+
 func mutations(t *testing.T, docs ...string) []*ir.Mutation {
 	t.Helper()
 	ds, err := source.Parse("m.yaml", []byte(strings.Join(docs, "---\n")))
@@ -131,16 +144,7 @@ func TestPlanGroupsAndRounds(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			gs := plan.Plan(mutations(t, c.docs...))
-			var got []string
-			var rounds []int
-			for _, g := range gs {
-				var names []string
-				for _, m := range g.Mutations {
-					names = append(names, m.Source.String())
-				}
-				got = append(got, strings.Join(names, "+"))
-				rounds = append(rounds, g.Rounds)
-			}
+			got, rounds := groupsOf(gs)
 			if fmt.Sprint(got) != fmt.Sprint(c.groups) || fmt.Sprint(rounds) != fmt.Sprint(c.rounds) {
 				t.Errorf("got %v rounds %v, want %v rounds %v", got, rounds, c.groups, c.rounds)
 				for _, g := range gs {
@@ -567,16 +571,7 @@ func TestMergesIntoOneList(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ms := mutations(t, c.docs...)
 			gs := plan.Plan(ms)
-			var got []string
-			var rounds []int
-			for _, g := range gs {
-				var names []string
-				for _, m := range g.Mutations {
-					names = append(names, m.Source.String())
-				}
-				got = append(got, strings.Join(names, "+"))
-				rounds = append(rounds, g.Rounds)
-			}
+			got, rounds := groupsOf(gs)
 			if fmt.Sprint(got) != fmt.Sprint(c.groups) || fmt.Sprint(rounds) != fmt.Sprint(c.rounds) {
 				t.Errorf("got %v rounds %v, want %v rounds %v", got, rounds, c.groups, c.rounds)
 				for _, g := range gs {

@@ -237,7 +237,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 func compileSummary(docs []*source.Document, out *compiler.Output) string {
 	s := fmt.Sprintf("%d document(s) read, %d mutator(s) found: %d compiled into %d policies", len(docs), len(out.Mutators), compiler.Count(out.Mutators, compiler.Compiled), len(out.Policies))
 	if n := compiler.Count(out.Mutators, compiler.LeftOut); n > 0 {
-		s += fmt.Sprintf(", %d left out (they never change an object: the notes say why)", n)
+		s += fmt.Sprintf(", %d left out (they never change an object: the notes and --report say why)", n)
 	}
 	if n := compiler.Count(out.Mutators, compiler.Refused); n > 0 {
 		s += fmt.Sprintf(", %d refused", n)

@@ -134,14 +134,21 @@ func CompactTerms(ts []Expr) []Expr {
 	return optionalRuns(kept)
 }
 
-// appends lists the static paths of the lists e's operations append to ("add" at ".../-"),
-// whether or not its other operations' paths can be read.
+// appends lists the paths of the lists e's operations append to ("add" at ".../-"), whether or
+// not its other operations' paths can be read: static paths as they are, paths computed in a
+// loop as their static beginning, "*" and their static end.
 func appends(e Expr) []string {
 	var out []string
 	var walk func(e Expr)
 	walk = func(e Expr) {
 		if x, ok := e.(object); ok && x.typeName == "JSONPatch" {
-			if op, base, rel, _, ok := readOp(x); ok && op == "add" && base == "" && strings.HasSuffix(rel, "/-") {
+			if op, base, rel, _, ok := readOp(x); ok && op == "add" && strings.HasSuffix(rel, "/-") {
+				if base != "" {
+					// A list inside list elements (".../containers/" + string(i) + "/env/-"):
+					// named by the static beginning and end of its path, so that appends to
+					// that list in any element count as appends to one list.
+					rel = staticPrefix(x.vals[1]) + "*" + rel
+				}
 				out = append(out, rel)
 			}
 			return

@@ -9,6 +9,11 @@ import (
 
 func addOp(path string, v Expr) Expr { return patchOp("add", ptr{[]Expr{strLit{path}}}, v) }
 
+// addOp2 is an "add" at list + string(i) + rest: an operation in the element i of a list.
+func addOp2(list, rest string, v Expr) Expr {
+	return patchOp("add", ptr{[]Expr{strLit{list}}}.index(Ident("i")).appendStatic(rest), v)
+}
+
 func opOf(op, path string) Expr { return patchOp(op, ptr{[]Expr{strLit{path}}}, Str("x")) }
 
 // TestCompact: the rewrites of Compact, each on the smallest expression that shows it, and the
@@ -46,6 +51,12 @@ func TestCompact(t *testing.T) {
 		{"an append stays after an append to the same list",
 			[]Expr{Cond(x, List(addOp("/l/-", Str("a"))), emptyList), Cond(y, List(addOp("/l/-", Str("b"))), emptyList), Cond(x, List(addOp("/l/-", Str("c"))), emptyList)},
 			`[?x ? optional.of(JSONPatch{op: "add", path: "/l/-", value: "a"}) : optional.none(), ?y ? optional.of(JSONPatch{op: "add", path: "/l/-", value: "b"}) : optional.none(), ?x ? optional.of(JSONPatch{op: "add", path: "/l/-", value: "c"}) : optional.none()]`},
+		{"an append in a list element stays after an append to that list in any element",
+			[]Expr{Cond(x, List(addOp2("/l", "/m/-", Str("a"))), emptyList), Cond(y, List(addOp2("/l", "/m/-", Str("b"))), emptyList), Cond(x, List(addOp2("/l", "/m/-", Str("c"))), emptyList)},
+			`[?x ? optional.of(JSONPatch{op: "add", path: "/l/" + string(i) + "/m/-", value: "a"}) : optional.none(), ?y ? optional.of(JSONPatch{op: "add", path: "/l/" + string(i) + "/m/-", value: "b"}) : optional.none(), ?x ? optional.of(JSONPatch{op: "add", path: "/l/" + string(i) + "/m/-", value: "c"}) : optional.none()]`},
+		{"and moves past an append to another list in the element",
+			[]Expr{Cond(x, List(addOp2("/l", "/m/-", Str("a"))), emptyList), Cond(y, List(addOp2("/l", "/n/-", Str("b"))), emptyList), Cond(x, List(addOp2("/l", "/m/-", Str("c"))), emptyList)},
+			`(x ? [JSONPatch{op: "add", path: "/l/" + string(i) + "/m/-", value: "a"}, JSONPatch{op: "add", path: "/l/" + string(i) + "/m/-", value: "c"}] : []) + (y ? [JSONPatch{op: "add", path: "/l/" + string(i) + "/n/-", value: "b"}] : [])`},
 		{"and moves past an append to another list",
 			[]Expr{Cond(x, List(addOp("/l/-", Str("a"))), emptyList), Cond(y, List(addOp("/m/-", Str("b"))), emptyList), Cond(x, List(addOp("/l/-", Str("c"))), emptyList)},
 			`(x ? [JSONPatch{op: "add", path: "/l/-", value: "a"}, JSONPatch{op: "add", path: "/l/-", value: "c"}] : []) + (y ? [JSONPatch{op: "add", path: "/m/-", value: "b"}] : [])`},

@@ -815,17 +815,19 @@ func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
 	return ""
 }
 
-// orderedAppends: do a and b append elements of different keys (one key field) to one list
-// that is not inside another list? Computed from one object in one expression, each appends its
-// element when its key is missing, and the "add .../-" operations put them in the order of the
-// operations; the list itself, when missing, is created once for both (SharedCreations).
+// orderedAppends: do a and b append elements of different keys (one key field) to one list,
+// outside other lists or in every element of them (globs: the same list in each element, and
+// neither may create an element of the lists above)? Computed from one object in one
+// expression, each appends its element when its key is missing, and the "add .../-" operations
+// put them in the order of the operations, in each element alike; the list itself, when
+// missing, is created once for both (SharedCreations), in each element.
 func orderedAppends(a, b path) bool {
 	l := len(a) - 1
 	if len(b) != len(a) || l < 1 || a[l].glob || b[l].glob || !a[l].list || !b[l].list || a[l].keyField != b[l].keyField || a[l].keyValue == b[l].keyValue {
 		return false
 	}
 	for i := 0; i < l; i++ {
-		if a[i] != b[i] || a[i].list {
+		if a[i] != b[i] || a[i].list && !a[i].glob {
 			return false
 		}
 	}
@@ -1048,13 +1050,16 @@ func (z *Fuser) FusableInOrder(a, b *ir.Mutation) bool { return z.WhyNotInOrder(
 // WhyNotInOrder says why b cannot be fused with a when a's operations come first.
 func (z *Fuser) WhyNotInOrder(a, b *ir.Mutation) string { return z.whyNot(a, b, true) }
 
-// AppendKey is, for a mutation that may append an element to a keyed list outside other lists,
-// the list's path (the same for every such mutation of that list), else "": fused operations
-// sorted by it keep the order of appends to one list.
+// AppendKey is, for a mutation that may append an element to a keyed list outside other lists
+// or in every element of them (globs), the list's path (the same for every such mutation of
+// that list), else "": fused operations sorted by it keep the order of appends to one list.
 func AppendKey(m *ir.Mutation) string {
 	for i, st := range m.Path {
 		if st.List {
-			if st.Glob || !m.MissingOK[i] {
+			if st.Glob {
+				continue
+			}
+			if !m.MissingOK[i] {
 				return ""
 			}
 			return ir.PathString(m.Path[:i]) + "[+]"

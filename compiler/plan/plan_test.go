@@ -255,6 +255,8 @@ func TestFusableInOrder(t *testing.T) {
 		assign("e", "spec.containers[name: *].env[name: A].value", "x", ""),
 		assign("f", "spec.containers[name: *].env[name: B].value", "y", ""),
 		assign("g", "spec.containers[name: *].tty", "true", ""),
+		assign("h", "spec.containers[name: *].env[name: A].value", "z", ""),
+		assign("i", "spec.containers[name: foo].env[name: C].value", "w", ""),
 	)
 	byName := named(ms)
 	z := plan.NewFuser()
@@ -266,7 +268,10 @@ func TestFusableInOrder(t *testing.T) {
 		{"b", "a", false, true},  // either order, as long as it is kept
 		{"a", "c", false, false}, // one key: the same element
 		{"a", "d", true, true},   // different lists
-		{"e", "f", false, false}, // lists inside list elements: not ordered by the operations
+		{"e", "f", false, true},  // a list in every element of a list: in order only
+		{"f", "e", false, true},
+		{"e", "h", false, false}, // one key in every element: the same element
+		{"e", "i", false, false}, // i may create the element foo, which e's glob selects
 		{"a", "g", false, false}, // the glob selects the new element
 	} {
 		x, y := byName[c.a], byName[c.b]

@@ -20,9 +20,17 @@ func DefaultPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 	defaultMatchResources(p.Spec.MatchConstraints)
 }
 
-// DefaultBinding applies the defaults the API server applies to a binding on create.
+// DefaultBinding applies the defaults the API server applies to a v1 (or v1beta1) binding on
+// create. paramRef.parameterNotFoundAction is not defaulted: v1 and v1beta1 require it (only
+// v1alpha1 defaults it to Deny, see DefaultParamRefV1alpha1), and the API server's param code
+// takes a missing one as Allow.
 func DefaultBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
 	defaultMatchResources(b.Spec.MatchResources)
+}
+
+// DefaultParamRefV1alpha1 applies the default the API server applies to a v1alpha1 binding's
+// paramRef on create: parameterNotFoundAction Deny.
+func DefaultParamRefV1alpha1(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
 	if b.Spec.ParamRef != nil && b.Spec.ParamRef.ParameterNotFoundAction == nil {
 		deny := admissionregistrationv1.DenyAction
 		b.Spec.ParamRef.ParameterNotFoundAction = &deny

@@ -73,9 +73,10 @@
 //     terminationMessagePath are not set. Custom resources are not pruned or
 //     defaulted from their CRD schema either.
 //   - MAP and binding objects are defaulted like the API server does on
-//     create (failurePolicy Fail, matchPolicy Equivalent, empty namespace and
-//     object selectors, rule scope "*", parameterNotFoundAction Deny); they
-//     are not validated, so e.g. a CEL compile error is reported when the
+//     create of v1 objects (failurePolicy Fail, matchPolicy Equivalent, empty
+//     namespace and object selectors, rule scope "*"; not
+//     parameterNotFoundAction, which v1 requires and only v1alpha1 defaults:
+//     see DefaultParamRefV1alpha1); they are not validated, so e.g. a CEL compile error is reported when the
 //     policy is evaluated (subject to failurePolicy) instead of rejecting the
 //     policy.
 //   - Namespaces: the Options.Namespaces objects get the label
@@ -102,6 +103,37 @@
 //   - The authorizer allows everything; the user is Request.UserName in
 //     group system:authenticated.
 //
+// # Params
+//
+// Param objects (Options.Params) are resolved by the API server's own code.
+// The policy source starts an informer per paramKind, through the external
+// kube informer factory for a built-in kind (ConfigMap, ...) and through the
+// dynamic client for a custom resource, and the dispatcher
+// (generic.CollectParams) reads each binding's paramRef against it: by
+// name or by selector, in paramRef.namespace or else the request's
+// namespace for a namespaced kind, one evaluation per param found,
+// parameterNotFoundAction Allow (the binding does not run) or Deny (the
+// request fails, subject to failurePolicy), and its errors for a paramKind
+// that names no kind ("failed to find resource referenced by paramKind"), a
+// namespace given for a cluster-scoped kind, or a namespaced kind on a
+// cluster-scoped request without paramRef.namespace. A binding without
+// paramRef for a policy with paramKind runs the policy once with params
+// null (the API server's validation accepts it, see suite's checks).
+//
+// What is served here: the param objects are stored in the fake clientset
+// behind the informer factory (built-in kinds) and in the fake dynamic client
+// (all kinds, with the list kinds of the CRDs registered so that the dynamic
+// informer can list them), under the resource and scope of the REST mapper,
+// so a CRD's plural need not be the guessed one. A custom kind needs its
+// CRD in Options.CRDs, as the API server needs the CRD before the object; a
+// param of a kind that is neither is refused by New. A namespaced param
+// without a namespace is stored in "default" and a cluster-scoped param's
+// namespace is dropped, as kubectl would create them. Param objects are not
+// validated, defaulted or pruned against their schema, and get no uid,
+// resourceVersion or creationTimestamp. The plugin is ready once the param
+// informers have listed the params (the API server waits up to a second per
+// request, then fails it as "not yet synced"), and params never change.
+//
 // # Results
 //
 // The input is decoded into its Go type (unknown fields are dropped) and the
@@ -111,8 +143,9 @@
 //
 // # Limitations
 //
-//   - Params (paramKind / paramRef) are not supported: there is no way to
-//     pass param objects, so such bindings fail.
+//   - Params are a fixed set given to New: a param created, changed or
+//     deleted while the API server runs (and the informer lag after it, which
+//     the API server bridges with a direct GET for names) is not modelled.
 //   - Only the main resource (no subresources); DELETE is not handled by
 //     the MAP plugin (as in the API server) and returns the object as is.
 //   - Plugin instances (one per distinct PolicySet content) and chains (one

@@ -28,7 +28,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -47,6 +46,11 @@ type Options struct {
 	// GiveNamespacesWith ends NamespaceNotGivenError's advice: how the user
 	// gives Namespace objects, e.g. "with --namespaces or -f".
 	GiveNamespacesWith string
+	// Params are the param objects policies with a paramKind read (a ConfigMap, a custom
+	// resource of one of CRDs), served to the API server's param informers. A namespaced param
+	// without a namespace is in "default"; a cluster-scoped param's namespace is dropped. A param
+	// whose kind is neither built in nor one of CRDs is an error.
+	Params []*unstructured.Unstructured
 	// CRDs are optional; they give the schemas (and resource names and
 	// scopes) of custom resources. Without its CRD a custom resource cannot
 	// be mutated (as in the API server, the mutation fails because the kind
@@ -72,15 +76,15 @@ type Request struct {
 // Evaluator admits objects through the API server's MutatingAdmissionPolicy
 // admission plugin. It is safe for concurrent use.
 type Evaluator struct {
-	scheme     *runtime.Scheme
-	objIfaces  admission.ObjectInterfaces
-	mapper     meta.RESTMapper
-	tcm        *staticTypeConverterManager
-	nsClient   *fake.Clientset
-	nsFactory  informers.SharedInformerFactory
-	dynClient  dynamic.Interface
-	authorizer authorizer.UnconditionalAuthorizer
-	stop       chan struct{}
+	scheme      *runtime.Scheme
+	objIfaces   admission.ObjectInterfaces
+	mapper      meta.RESTMapper
+	tcm         *staticTypeConverterManager
+	kubeClient  *fake.Clientset
+	kubeFactory informers.SharedInformerFactory
+	dynClient   *dynamicfake.FakeDynamicClient
+	authorizer  authorizer.UnconditionalAuthorizer
+	stop        chan struct{}
 	// given are the names of Options.Namespaces; matcher is the API server's policy matcher,
 	// for checkNamespace.
 	given              map[string]bool
@@ -120,7 +124,7 @@ func New(opts Options) (*Evaluator, error) {
 		objIfaces:  admission.NewObjectInterfacesFromScheme(s),
 		mapper:     newRESTMapper(s, opts.CRDs),
 		tcm:        tcm,
-		dynClient:  dynamicfake.NewSimpleDynamicClient(s),
+		dynClient:  newDynamicClient(s, opts.CRDs),
 		authorizer: authorizerfactory.NewAlwaysAllowAuthorizer(),
 		stop:       make(chan struct{}),
 		plugins:    map[string]*pluginEntry{},
@@ -147,10 +151,10 @@ func New(opts Options) (*Evaluator, error) {
 		}
 		nsObjs = append(nsObjs, ns)
 	}
-	e.nsClient = fake.NewClientset(nsObjs...)
+	e.kubeClient = fake.NewClientset(nsObjs...)
 	nsGVR := corev1.SchemeGroupVersion.WithResource("namespaces")
-	tracker := e.nsClient.Tracker()
-	e.nsClient.PrependReactor("get", "namespaces", func(action k8stesting.Action) (bool, runtime.Object, error) {
+	tracker := e.kubeClient.Tracker()
+	e.kubeClient.PrependReactor("get", "namespaces", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		name := action.(k8stesting.GetAction).GetName()
 		obj, err := tracker.Get(nsGVR, "", name)
 		if apierrors.IsNotFound(err) && name != "" {
@@ -161,10 +165,13 @@ func New(opts Options) (*Evaluator, error) {
 		}
 		return true, obj, err
 	})
-	e.nsFactory = informers.NewSharedInformerFactory(e.nsClient, 0)
-	nsInformer := e.nsFactory.Core().V1().Namespaces().Informer()
-	e.matcher = generic.NewPolicyMatcher(matching.NewMatcher(e.nsFactory.Core().V1().Namespaces().Lister(), e.nsClient))
-	e.nsFactory.Start(e.stop)
+	if err := e.addParams(opts.Params); err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
+	}
+	e.kubeFactory = informers.NewSharedInformerFactory(e.kubeClient, 0)
+	nsInformer := e.kubeFactory.Core().V1().Namespaces().Informer()
+	e.matcher = generic.NewPolicyMatcher(matching.NewMatcher(e.kubeFactory.Core().V1().Namespaces().Lister(), e.kubeClient))
+	e.kubeFactory.Start(e.stop)
 	if err := waitFor(nsInformer.HasSynced); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("namespace informer: %w", err)
@@ -182,7 +189,7 @@ func (e *Evaluator) Close() {
 	}
 	e.closed = true
 	close(e.stop)
-	e.nsFactory.Shutdown()
+	e.kubeFactory.Shutdown()
 	for _, p := range e.plugins {
 		p.close()
 	}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -43,8 +44,9 @@ func (p *pluginEntry) close() { p.closeOnce.Do(func() { close(p.stop) }) }
 //   - the dispatcher gets a static type converter manager instead of one
 //     reading /openapi/v3 through discovery.
 //
-// Everything else (generic.Plugin, generic.NewPolicySource, the real
-// mutating dispatcher, matcher, patchers and CEL) is the API server's code.
+// Everything else (generic.Plugin, generic.NewPolicySource with its param
+// informers, the real mutating dispatcher, matcher, param collection, patchers
+// and CEL) is the API server's code.
 func (e *Evaluator) build(entry *pluginEntry, set PolicySet) {
 	defer close(entry.ready)
 	defer func() {
@@ -66,6 +68,7 @@ func (e *Evaluator) build(entry *pluginEntry, set PolicySet) {
 		}
 	}
 	entry.namespaceUse = newNamespaceUse(policy, bindings)
+	e.startParamInformer(policy.Spec.ParamKind)
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	policyInformer := factory.Admissionregistration().V1().MutatingAdmissionPolicies().Informer()
@@ -98,8 +101,8 @@ func (e *Evaluator) build(entry *pluginEntry, set PolicySet) {
 	)
 	p := &mutating.Plugin{Plugin: gp}
 	p.SetEnabled(true)
-	p.SetExternalKubeInformerFactory(e.nsFactory)
-	p.SetExternalKubeClientSet(e.nsClient)
+	p.SetExternalKubeInformerFactory(e.kubeFactory)
+	p.SetExternalKubeClientSet(e.kubeClient)
 	p.SetRESTMapper(e.mapper)
 	p.SetDynamicClient(e.dynClient)
 	p.SetDrainedNotification(entry.stop)
@@ -108,12 +111,23 @@ func (e *Evaluator) build(entry *pluginEntry, set PolicySet) {
 		return
 	}
 	// Informers registered by ValidateInitialization (namespaces) start now.
-	e.nsFactory.Start(e.stop)
+	e.kubeFactory.Start(e.stop)
 	// The policy source compiles the policies right after its informers
 	// have synced; wait for that (finer-grained than WaitForReady's 100 ms
 	// polling), then for the plugin's own readiness.
 	if entry.err = waitFor(source.HasSynced); entry.err != nil {
 		return
+	}
+	// The policy source starts the informer of a policy's paramKind when it compiles the policy
+	// but does not wait for it: the dispatcher waits up to a second per request, then fails the
+	// request as not yet synced. Params here never change, so wait once for them to be listed.
+	for _, hook := range source.Hooks() {
+		if hook.ParamInformer != nil {
+			if entry.err = waitFor(hook.ParamInformer.Informer().HasSynced); entry.err != nil {
+				entry.err = fmt.Errorf("param informer for %s: %w", policy.Spec.ParamKind, entry.err)
+				return
+			}
+		}
 	}
 	if !p.WaitForReady() {
 		entry.err = errNotReady

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -93,14 +94,12 @@ func checkPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy, kv *version
 	if spec.FailurePolicy != nil && !failurePolicies.Has(string(*spec.FailurePolicy)) {
 		e.add(fp.Child("failurePolicy"), "Unsupported value: %q: supported values: %s", *spec.FailurePolicy, quoted(failurePolicies))
 	}
+	// Expressions may read params only when the policy has a paramKind: the API server
+	// declares the variable `params` in their CEL environment only then, so elsewhere it is an
+	// undeclared reference.
 	hasParams := spec.ParamKind != nil
 	if hasParams {
-		if spec.ParamKind.APIVersion == "" {
-			e.add(fp.Child("paramKind", "apiVersion"), "Required value")
-		}
-		if spec.ParamKind.Kind == "" {
-			e.add(fp.Child("paramKind", "kind"), "Required value")
-		}
+		checkParamKind(&e, spec.ParamKind, fp.Child("paramKind"))
 	}
 	if spec.MatchConstraints == nil {
 		e.add(fp.Child("matchConstraints"), "Required value")
@@ -246,14 +245,22 @@ func checkBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) err
 	}
 	if pr := b.Spec.ParamRef; pr != nil {
 		f := fp.Child("paramRef")
-		if pr.Name != "" && pr.Selector != nil {
-			e.add(f.Child("name"), "Forbidden: name and selector are mutually exclusive")
-		}
-		if pr.Name == "" && pr.Selector == nil {
-			e.add(f, "Required value: one of name or selector must be specified")
+		if pr.Name != "" {
+			for _, msg := range content.IsPathSegmentName(pr.Name) {
+				e.add(f.Child("name"), "Invalid value: %q: %s", pr.Name, msg)
+			}
+			if pr.Selector != nil {
+				e.add(f.Child("name"), "Forbidden: name and selector are mutually exclusive")
+			}
 		}
 		if pr.Selector != nil {
 			e.addList(metav1validation.ValidateLabelSelector(pr.Selector, selectorValidations, f.Child("selector")))
+			if pr.Name != "" {
+				e.add(f.Child("selector"), "Forbidden: name and selector are mutually exclusive")
+			}
+		}
+		if pr.Name == "" && pr.Selector == nil {
+			e.add(f, "Required value: one of name or selector must be specified")
 		}
 		if pr.ParameterNotFoundAction == nil || *pr.ParameterNotFoundAction == "" {
 			e.add(f.Child("parameterNotFoundAction"), "Required value")
@@ -265,6 +272,37 @@ func checkBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) err
 		checkMatchResources(&e, b.Spec.MatchResources, fp.Child("matchResources"))
 	}
 	return e
+}
+
+// checkParamKind validates a policy's paramKind as the API server does: apiVersion and kind
+// required, apiVersion a group (a DNS subdomain, as an APIService's) and a version (a DNS label),
+// kind a DNS label but for its case.
+func checkParamKind(e *errs, pk *admissionregistrationv1.ParamKind, f *field.Path) {
+	if pk.APIVersion == "" {
+		e.add(f.Child("apiVersion"), "Required value")
+	} else if strings.Count(pk.APIVersion, "/") > 1 {
+		e.add(f.Child("apiVersion"), "Invalid value: %q: unexpected GroupVersion string: %s", pk.APIVersion, pk.APIVersion)
+	} else {
+		group, version, found := strings.Cut(pk.APIVersion, "/")
+		if !found {
+			group, version = "", pk.APIVersion
+		}
+		if group != "" {
+			if msgs := validation.IsDNS1123Subdomain(group); len(msgs) > 0 {
+				e.add(f.Child("apiVersion"), "Invalid value: %q: %s", group, strings.Join(msgs, ","))
+			}
+		}
+		if version == "" {
+			e.add(f.Child("apiVersion"), "Invalid value: %q: version must be specified", pk.APIVersion)
+		} else if msgs := validation.IsDNS1035Label(version); len(msgs) > 0 {
+			e.add(f.Child("apiVersion"), "Invalid value: %q: %s", version, strings.Join(msgs, ","))
+		}
+	}
+	if pk.Kind == "" {
+		e.add(f.Child("kind"), "Required value")
+	} else if msgs := validation.IsDNS1035Label(strings.ToLower(pk.Kind)); len(msgs) > 0 {
+		e.add(f.Child("kind"), "Invalid value: %q: may have mixed case, but should otherwise match: %s", pk.Kind, strings.Join(msgs, ","))
+	}
 }
 
 func checkMatchResources(e *errs, m *admissionregistrationv1.MatchResources, f *field.Path) {

@@ -80,7 +80,8 @@ type Policies struct {
 	// Where says where each policy (by name) was read: "file:line".
 	Where map[string]string
 	// Warnings are legal but suspicious: a policy without a binding (it silently never runs), a
-	// binding that names no policy, features the evaluator does not support.
+	// binding that names no policy, a paramRef the policy ignores or a policy with a paramKind
+	// bound without paramRef (params is null).
 	Warnings []string
 	// Problems are what the API server would reject when creating the objects.
 	Problems []error
@@ -146,6 +147,9 @@ func ReadPolicies(docs []*source.Document, kv *version.Version) *Policies {
 				continue
 			}
 			b.APIVersion = admissionregistrationv1.SchemeGroupVersion.String()
+			if gvk.Version == "v1alpha1" {
+				admission.DefaultParamRefV1alpha1(b)
+			}
 			admission.DefaultBinding(b)
 			for _, fe := range checkBinding(b) {
 				problem(fe.Field, fe.Msg)
@@ -167,9 +171,17 @@ func ReadPolicies(docs []*source.Document, kv *version.Version) *Policies {
 			continue
 		}
 		byPolicy[b.Spec.PolicyName] = append(byPolicy[b.Spec.PolicyName], b)
-		if b.Spec.ParamRef != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s:%d: %s/%s: spec.paramRef: params are not supported by mapc's evaluator; this binding fails when it matches",
-				ba.doc.File, lines.line(ba.doc, "spec.paramRef"), KindBinding, b.Name))
+		// Neither is rejected by the API server, which validates a binding without its policy:
+		// the policy's paramKind decides at admission whether paramRef is read.
+		p := policies[b.Spec.PolicyName]
+		switch {
+		case p == nil:
+		case b.Spec.ParamRef != nil && p.Spec.ParamKind == nil:
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s:%d: %s/%s: spec.paramRef: %s/%s has no spec.paramKind, so the API server ignores this paramRef",
+				ba.doc.File, lines.line(ba.doc, "spec.paramRef"), KindBinding, b.Name, KindPolicy, p.Name))
+		case b.Spec.ParamRef == nil && p.Spec.ParamKind != nil:
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s:%d: %s/%s: spec.paramRef: none, but %s/%s has spec.paramKind: the API server runs the policy once with params null",
+				ba.doc.File, ba.doc.Line, KindBinding, b.Name, KindPolicy, p.Name))
 		}
 	}
 	sort.SliceStable(out.Problems, func(i, j int) bool {
@@ -190,9 +202,6 @@ func ReadPolicies(docs []*source.Document, kv *version.Version) *Policies {
 		sort.Slice(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
 		if len(bs) == 0 {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s/%s has no %s: it never runs", out.Where[n], KindPolicy, n, KindBinding))
-		}
-		if p.Spec.ParamKind != nil && len(bs) > 0 {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s/%s: spec.paramKind: params are not supported by mapc's evaluator", out.Where[n], KindPolicy, n))
 		}
 		out.Sets = append(out.Sets, admission.PolicySet{Policy: p, Bindings: bs})
 	}

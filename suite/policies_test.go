@@ -137,3 +137,158 @@ func TestPolicyChecks(t *testing.T) {
 		}
 	}
 }
+
+const paramPolicies = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: no-param-kind
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  matchConditions:
+  - name: reads-params
+    expression: params.data.on == "yes"
+  variables:
+  - name: team
+    expression: params.data.team
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"team": params.data.team}}}'
+  reinvocationPolicy: Never
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: bad-param-kind
+spec:
+  paramKind:
+    apiVersion: Example.com/v1/x
+    kind: Config_Map
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"team": params.data.team}}}'
+  reinvocationPolicy: Never
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: params
+spec:
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}
+  matchConditions:
+  - name: reads-params
+    expression: params.data.on == "yes"
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"team": params.data.team}}}'
+  reinvocationPolicy: Never
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: both
+spec:
+  policyName: params
+  paramRef:
+    name: a/b
+    selector: {matchLabels: {a: b}}
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: neither
+spec:
+  policyName: params
+  paramRef:
+    parameterNotFoundAction: Ignore
+---
+apiVersion: admissionregistration.k8s.io/v1alpha1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: alpha-defaults-not-found-action
+spec:
+  policyName: params
+  paramRef: {name: team}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: no-param-ref
+spec:
+  policyName: params
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: ignored-param-ref
+spec:
+  policyName: no-param-kind
+  paramRef: {name: team, parameterNotFoundAction: Allow}
+`
+
+// TestParamChecks: what the API server's validation (k8s.io/kubernetes
+// pkg/apis/admissionregistration/validation) says of paramKind, paramRef and expressions reading
+// params, and what it accepts but ignores or evaluates with params null.
+func TestParamChecks(t *testing.T) {
+	ps := ReadPolicies(readDocs(t, "params.yaml", paramPolicies), nil)
+	var got []string
+	for _, p := range ps.Problems {
+		got = append(got, strings.SplitN(p.Error(), "/params.yaml:", 2)[1])
+	}
+	all := strings.Join(got, "\n")
+	t.Log(all)
+	for _, want := range []string{
+		`11: MutatingAdmissionPolicy/no-param-kind: spec.matchConditions[0].expression: compilation failed: ERROR: <input>:1:1: undeclared reference to 'params'`,
+		`14: MutatingAdmissionPolicy/no-param-kind: spec.variables[0].expression: compilation failed: ERROR: <input>:1:1: undeclared reference to 'params'`,
+		`18: MutatingAdmissionPolicy/no-param-kind: spec.mutations[0].applyConfiguration.expression: compilation failed: ERROR: <input>:1:51: undeclared reference to 'params'`,
+		`27: MutatingAdmissionPolicy/bad-param-kind: spec.paramKind.apiVersion: Invalid value: "Example.com/v1/x": unexpected GroupVersion string: Example.com/v1/x`,
+		`28: MutatingAdmissionPolicy/bad-param-kind: spec.paramKind.kind: Invalid value: "Config_Map": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-'`,
+		`65: MutatingAdmissionPolicyBinding/both: spec.paramRef.name: Invalid value: "a/b": may not contain '/'`,
+		`65: MutatingAdmissionPolicyBinding/both: spec.paramRef.name: Forbidden: name and selector are mutually exclusive`,
+		`66: MutatingAdmissionPolicyBinding/both: spec.paramRef.selector: Forbidden: name and selector are mutually exclusive`,
+		`64: MutatingAdmissionPolicyBinding/both: spec.paramRef.parameterNotFoundAction: Required value`,
+		`74: MutatingAdmissionPolicyBinding/neither: spec.paramRef: Required value: one of name or selector must be specified`,
+		`75: MutatingAdmissionPolicyBinding/neither: spec.paramRef.parameterNotFoundAction: Unsupported value: "Ignore"`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing problem %q", want)
+		}
+	}
+	for _, unwanted := range []string{"MutatingAdmissionPolicy/params:", "alpha-defaults-not-found-action", "no-param-ref", "ignored-param-ref"} {
+		if strings.Contains(all, unwanted) {
+			t.Errorf("unexpected problem for %s", unwanted)
+		}
+	}
+	warnings := strings.Join(ps.Warnings, "\n")
+	t.Log(warnings)
+	for _, want := range []string{
+		`params.yaml:85: MutatingAdmissionPolicyBinding/no-param-ref: spec.paramRef: none, but MutatingAdmissionPolicy/params has spec.paramKind: the API server runs the policy once with params null`,
+		`params.yaml:98: MutatingAdmissionPolicyBinding/ignored-param-ref: spec.paramRef: MutatingAdmissionPolicy/no-param-kind has no spec.paramKind, so the API server ignores this paramRef`,
+	} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("missing warning %q", want)
+		}
+	}
+	for _, set := range ps.Sets {
+		for _, b := range set.Bindings {
+			if b.Name != "alpha-defaults-not-found-action" {
+				continue
+			}
+			if a := b.Spec.ParamRef.ParameterNotFoundAction; a == nil || *a != "Deny" {
+				t.Errorf("v1alpha1 binding: parameterNotFoundAction %v, want Deny (its default)", a)
+			}
+		}
+	}
+}

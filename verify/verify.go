@@ -17,6 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,13 @@ type Options struct {
 	Namespaces []*corev1.Namespace
 	// GiveNamespacesWith ends the advice to give a Namespace object, e.g. "with --namespaces or -f".
 	GiveNamespacesWith string
+	// CRDs give the schemas, resources and scopes of custom resources (objects and param kinds)
+	// to the policies' evaluator; Gatekeeper's engine needs none.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// Params are the param objects the policies with a paramKind read (admission.Options.Params).
+	Params []*unstructured.Unstructured
+	// GiveCRDsWith ends the advice to give a CRD for a param of an unknown kind, e.g. "with --crd".
+	GiveCRDsWith string
 	// AllOrdersUpTo: every order of the policies is tried when there are at most this many orders
 	// (default 24, i.e. up to 4 policies); otherwise sorted, reversed and Shuffles seeded shuffles.
 	AllOrdersUpTo int
@@ -135,7 +143,8 @@ func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, 
 	if err != nil {
 		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
 	}
-	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces, GiveNamespacesWith: opts.GiveNamespacesWith})
+	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces, GiveNamespacesWith: opts.GiveNamespacesWith,
+		CRDs: opts.CRDs, Params: opts.Params, GiveCRDsWith: opts.GiveCRDsWith})
 	if err != nil {
 		return nil, fmt.Errorf("the API server's MAP code: %w", err)
 	}

@@ -49,8 +49,11 @@ type Options struct {
 	// Params are the param objects policies with a paramKind read (a ConfigMap, a custom
 	// resource of one of CRDs), served to the API server's param informers. A namespaced param
 	// without a namespace is in "default"; a cluster-scoped param's namespace is dropped. A param
-	// whose kind is neither built in nor one of CRDs is an error.
+	// whose kind is neither built in nor one of CRDs is refused by New with a *ParamError.
 	Params []*unstructured.Unstructured
+	// GiveCRDsWith ends the advice of a ParamError for a param of an unknown kind: how the user
+	// gives CRDs, e.g. "with --crd".
+	GiveCRDsWith string
 	// CRDs are optional; they give the schemas (and resource names and
 	// scopes) of custom resources. Without its CRD a custom resource cannot
 	// be mutated (as in the API server, the mutation fails because the kind
@@ -165,8 +168,8 @@ func New(opts Options) (*Evaluator, error) {
 		}
 		return true, obj, err
 	})
-	if err := e.addParams(opts.Params); err != nil {
-		return nil, fmt.Errorf("admission: %w", err)
+	if err := e.addParams(opts.Params, opts.GiveCRDsWith); err != nil {
+		return nil, err
 	}
 	e.kubeFactory = informers.NewSharedInformerFactory(e.kubeClient, 0)
 	nsInformer := e.kubeFactory.Core().V1().Namespaces().Informer()

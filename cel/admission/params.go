@@ -56,30 +56,51 @@ func newDynamicClient(s *runtime.Scheme, crds []*apiextensionsv1.CustomResourceD
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(us, listKinds)
 }
 
+// ParamError is a param object New refuses: Index is its place in Options.Params.
+type ParamError struct {
+	Index int
+	Param *unstructured.Unstructured
+	Msg   string
+}
+
+func (e *ParamError) Error() string {
+	if e.Param.GetKind() == "" || e.Param.GetName() == "" {
+		return fmt.Sprintf("param %d: %s", e.Index, e.Msg)
+	}
+	return fmt.Sprintf("param %s %q: %s", e.Param.GetKind(), e.Param.GetName(), e.Msg)
+}
+
 // addParams stores the param objects where the API server's param informers and its GET
 // fallback read them. A namespaced param without a namespace is stored in "default", as kubectl
 // would create it; a cluster-scoped param's namespace is dropped, as kubectl drops it. A param
 // of a kind that is neither built in nor one of the CRDs is an error: the API server would not
 // store it.
-func (e *Evaluator) addParams(params []*unstructured.Unstructured) error {
+func (e *Evaluator) addParams(params []*unstructured.Unstructured, giveCRDsWith string) error {
 	seen := map[string]bool{}
 	for i, p := range params {
 		if p == nil {
 			continue
 		}
+		fail := func(format string, a ...any) error {
+			return &ParamError{Index: i, Param: p, Msg: fmt.Sprintf(format, a...)}
+		}
 		gvk := p.GroupVersionKind()
 		if gvk.Kind == "" || gvk.Version == "" {
-			return fmt.Errorf("param %d: no apiVersion/kind", i)
+			return fail("no apiVersion/kind")
 		}
 		if p.GetName() == "" {
-			return fmt.Errorf("param %d (%s): no metadata.name", i, gvk.Kind)
+			return fail("%s without metadata.name", gvk.Kind)
 		}
 		mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
-			return fmt.Errorf("param %s %q: %s is neither a built-in kind nor a kind of the CRDs given: give its CustomResourceDefinition", gvk.Kind, p.GetName(), gvk.GroupVersion().WithKind(gvk.Kind))
+			give := "give its CustomResourceDefinition"
+			if giveCRDsWith != "" {
+				give += " " + giveCRDsWith
+			}
+			return fail("%s is neither a built-in kind nor a kind of the CRDs given: %s", p.GetAPIVersion()+" "+gvk.Kind, give)
 		}
 		if err != nil {
-			return fmt.Errorf("param %s %q: %w", gvk.Kind, p.GetName(), err)
+			return fail("%v", err)
 		}
 		p = p.DeepCopy()
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -91,26 +112,25 @@ func (e *Evaluator) addParams(params []*unstructured.Unstructured) error {
 		}
 		key := mapping.Resource.String() + " " + p.GetNamespace() + "/" + p.GetName()
 		if seen[key] {
-			where := ""
 			if p.GetNamespace() != "" {
-				where = " in namespace " + p.GetNamespace()
+				return fail("given twice in namespace %s", p.GetNamespace())
 			}
-			return fmt.Errorf("param %s %q%s is given twice", gvk.Kind, p.GetName(), where)
+			return fail("given twice")
 		}
 		seen[key] = true
 
 		if err := e.dynClient.Tracker().Create(mapping.Resource, p, p.GetNamespace()); err != nil {
-			return fmt.Errorf("param %s %q: %w", gvk.Kind, p.GetName(), err)
+			return fail("%v", err)
 		}
 		if !e.scheme.Recognizes(gvk) {
 			continue
 		}
 		typed, err := e.decode(p)
 		if err != nil {
-			return err
+			return fail("%v", err)
 		}
 		if err := e.kubeClient.Tracker().Create(mapping.Resource, typed, p.GetNamespace()); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("param %s %q: %w", gvk.Kind, p.GetName(), err)
+			return fail("%v", err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -316,12 +317,12 @@ func TestParamsRefused(t *testing.T) {
 		{
 			name:    "custom kind without its CRD",
 			params:  []*unstructured.Unstructured{custom("Unknown", "prod", "x", nil)},
-			wantErr: `param Unknown "x": params.example.com/v1, Kind=Unknown is neither a built-in kind nor a kind of the CRDs given`,
+			wantErr: `param Unknown "x": params.example.com/v1 Unknown is neither a built-in kind nor a kind of the CRDs given: give its CustomResourceDefinition with --crd`,
 		},
 		{
 			name:    "no name",
 			params:  []*unstructured.Unstructured{configMap("prod", "", nil, nil)},
-			wantErr: "param 0 (ConfigMap): no metadata.name",
+			wantErr: "param 0: ConfigMap without metadata.name",
 		},
 		{
 			name:    "no kind",
@@ -334,7 +335,7 @@ func TestParamsRefused(t *testing.T) {
 				configMap("", "team", nil, nil),
 				configMap("default", "team", nil, nil),
 			},
-			wantErr: `param ConfigMap "team" in namespace default is given twice`,
+			wantErr: `param ConfigMap "team": given twice in namespace default`,
 		},
 		{
 			name: "given twice (cluster-scoped, namespace dropped)",
@@ -342,17 +343,21 @@ func TestParamsRefused(t *testing.T) {
 				custom("Tier", "", "gold", nil),
 				custom("Tier", "prod", "gold", nil),
 			},
-			wantErr: `param Tier "gold" is given twice`,
+			wantErr: `param Tier "gold": given twice`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := New(Options{CRDs: paramCRDs, Params: tt.params})
+			e, err := New(Options{CRDs: paramCRDs, Params: tt.params, GiveCRDsWith: "with --crd"})
 			if err == nil {
 				e.Close()
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+			}
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Index != len(tt.params)-1 {
+				t.Errorf("error %v: want a *ParamError for the last param", err)
 			}
 		})
 	}

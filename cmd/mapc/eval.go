@@ -29,6 +29,7 @@ type evalFlags struct {
 	files       []string
 	namespaces  []string
 	crds        []string
+	params      []string
 	operation   string
 	oldObjects  []string
 	user        string
@@ -59,13 +60,23 @@ otherwise the namespace is taken to have only that label, and a warning names th
 taken as not labelled admission.gatekeeper.sh/ignore and those whose labels the policies'
 expressions read.
 
+A policy with spec.paramKind reads, through each binding's spec.paramRef, the param objects given
+with --params (ConfigMaps, custom resources, ...; a custom kind needs its CRD with --crd), and the
+API server's own code resolves the paramRef: by name or selector, in paramRef.namespace or else
+the request's namespace, one evaluation per param found, parameterNotFoundAction Allow or Deny.
+Params are not taken from -f: an object among -f is a request being admitted, which does not
+exist yet, while a param exists in the cluster before the request; give an object both ways to
+have both. A param of a kind no policy names in paramKind is warned about.
+
 A failing expression that failurePolicy Ignore skips (the API server admits the object without
 that mutation, and tells nobody) is warned about, naming the policy, the mutation or match
 condition, the object and the error.`,
 		Example: `  mapc compile examples/gatekeeper > policies.yaml
   mapc eval --policies policies.yaml -f examples/objects/pod-default-nginx-basic.yaml
   mapc eval --policies deploy/policies -f pod.yaml --namespaces namespaces.yaml --user alice
-  mapc eval --policies policies.yaml -f new.yaml --old-object old.yaml --operation UPDATE -o json`,
+  mapc eval --policies policies.yaml -f new.yaml --old-object old.yaml --operation UPDATE -o json
+  mapc eval --policies examples/params/sidecar/policy.yaml -f examples/params/sidecar/pods.yaml \
+    --params examples/params/sidecar/sidecar.yaml --crd examples/params/sidecar/crd.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, f) },
 	}
@@ -73,7 +84,8 @@ condition, the object and the error.`,
 	fl.StringArrayVar(&f.policies, "policies", nil, "MutatingAdmissionPolicy and binding file or directory, or - for stdin; repeatable")
 	fl.StringArrayVarP(&f.files, "filename", "f", nil, "objects to admit: file, directory or - for stdin; repeatable")
 	fl.StringArrayVar(&f.namespaces, "namespaces", nil, "Namespace objects (labels for namespaceSelector); repeatable")
-	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file giving the schema of custom resources; repeatable")
+	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file giving the schema of custom resources (and of custom param kinds); repeatable")
+	fl.StringArrayVar(&f.params, "params", nil, "param objects policies with a paramKind read (file or directory); repeatable")
 	fl.StringVar(&f.operation, "operation", "", "CREATE or UPDATE (default CREATE, or UPDATE with --old-object)")
 	fl.StringArrayVar(&f.oldObjects, "old-object", nil, "the objects before the UPDATE, matched to -f objects by kind, namespace and name; repeatable (without it an UPDATE's old object is the object itself)")
 	fl.StringVar(&f.user, "user", "mapc", "user name of the request (request.userInfo.username)")
@@ -102,8 +114,8 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if countStdin(f.policies, f.files, f.namespaces, f.crds, f.oldObjects) > 1 {
-		return usageErr("only one of --policies, -f, --namespaces, --crd, --old-object can read standard input")
+	if countStdin(f.policies, f.files, f.namespaces, f.crds, f.params, f.oldObjects) > 1 {
+		return usageErr("only one of --policies, -f, --namespaces, --crd, --params, --old-object can read standard input")
 	}
 
 	ps, err := readPolicies(cmd, f.policies, kv)
@@ -133,6 +145,10 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 	if err != nil {
 		return err
 	}
+	params, err := readParams(cmd, f.params, ps.Sets)
+	if err != nil {
+		return err
+	}
 	var olds []*unstructured.Unstructured
 	if len(f.oldObjects) > 0 {
 		oldDocs, err := source.ReadPaths(f.oldObjects, cmd.InOrStdin())
@@ -144,9 +160,10 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		}
 	}
 
-	ev, err := admission.New(admission.Options{Namespaces: nss, CRDs: crds, GiveNamespacesWith: giveNamespacesWith})
+	ev, err := admission.New(admission.Options{Namespaces: nss, CRDs: crds, Params: suite.ParamObjects(params),
+		GiveNamespacesWith: giveNamespacesWith, GiveCRDsWith: giveCRDsWith})
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &exitError{code: 1, err: suite.PositionParamError(err, params, "--params")}
 	}
 	defer ev.Close()
 	ctx := context.Background()
@@ -274,6 +291,39 @@ func readCRDs(cmd *cobra.Command, paths []string) ([]*apiextensionsv1.CustomReso
 		return nil, &exitError{code: 1, err: fmt.Errorf("--crd: %w", err)}
 	}
 	return crds, nil
+}
+
+// giveCRDsWith is how eval and verify take CustomResourceDefinitions, for messages.
+const giveCRDsWith = "with --crd"
+
+// readParams reads the param objects of --params, each path holding at least one, and warns of
+// those of a kind no policy of sets names in its paramKind.
+func readParams(cmd *cobra.Command, paths []string, sets []admission.PolicySet) ([]*source.Document, error) {
+	var docs []*source.Document
+	for _, p := range paths {
+		ds, err := source.ReadPaths([]string{p}, cmd.InOrStdin())
+		if err != nil {
+			return nil, &exitError{code: 1, err: err}
+		}
+		if len(ds) == 0 {
+			return nil, &exitError{code: 1, err: fmt.Errorf("%s: --params: no object in it; give the param objects (ConfigMaps, custom resources) the policies' paramKind names", p)}
+		}
+		for _, d := range ds {
+			switch {
+			case suite.IsCRD(d.Object):
+				return nil, &exitError{code: 1, err: fmt.Errorf("%s:%d: %s: --params: a CustomResourceDefinition is not a param; give it %s", d.File, d.Line, suite.Identity(d.Object), giveCRDsWith)}
+			case d.Object.GetKind() == "" || d.Object.GetAPIVersion() == "":
+				return nil, &exitError{code: 1, err: fmt.Errorf("%s:%d: --params: the object has no apiVersion or kind", d.File, d.Line)}
+			case d.Object.GetName() == "":
+				return nil, &exitError{code: 1, err: fmt.Errorf("%s:%d: %s: --params: no metadata.name; paramRef finds params by name or labels, and the API server stores none without a name", d.File, d.Line, d.Object.GetKind())}
+			}
+		}
+		docs = append(docs, ds...)
+	}
+	for _, w := range suite.UnreadParams(docs, sets, "--params") {
+		fmt.Fprintln(cmd.ErrOrStderr(), w)
+	}
+	return docs, nil
 }
 
 func parseOperation(s string, hasOld bool) (admissionv1.Operation, error) {

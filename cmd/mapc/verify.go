@@ -21,6 +21,8 @@ type verifyFlags struct {
 	files       []string
 	namespaces  []string
 	policies    []string
+	params      []string
+	crds        []string
 	idempotence bool
 	output      formatFlag
 	kubeVersion string
@@ -52,10 +54,16 @@ rest of its match holds) or a policy's or binding's namespaceSelector looks at l
 kubernetes.io/metadata.name, as gator refuses it; give the Namespace object with --namespaces
 or -f. Namespaces not given are otherwise taken as not labelled admission.gatekeeper.sh/ignore
 (a warning lists them). A policy expression that failed and that failurePolicy Ignore skipped
-is named in the reason of a failing object (and noted under a passing one).`,
+is named in the reason of a failing object (and noted under a passing one).
+
+Policies given with --policies may have a paramKind: their bindings' paramRefs read the param
+objects given with --params (as mapc eval does; a custom param kind needs its CRD with --crd), so
+a hand-written policy that takes its values from a ConfigMap or a custom resource is checked
+against the mutators with those values. Compiled policies read no params.`,
 		Example: `  mapc verify -f examples/gatekeeper -f examples/objects
   mapc verify -f mutators/ -f testdata/objects --idempotence -o junit > verify.xml
-  mapc verify -f mutators/ -f objects/ --policies deploy/policies`,
+  mapc verify -f mutators/ -f objects/ --policies deploy/policies
+  mapc verify -f mutators/ -f objects/ --policies by-team.yaml --params team-configmaps.yaml`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.files = inputPaths(f.files, args)
@@ -67,6 +75,8 @@ is named in the reason of a failing object (and noted under a passing one).`,
 	fl.StringArrayVar(&f.namespaces, "namespaces", nil, "more Namespace objects, for lookup only (not admitted); repeatable")
 	f.install.add(fl)
 	fl.StringArrayVar(&f.policies, "policies", nil, "verify these MutatingAdmissionPolicies and bindings instead of compiling the mutators; repeatable")
+	fl.StringArrayVar(&f.params, "params", nil, "param objects the --policies with a paramKind read (file or directory); repeatable")
+	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file giving the schema of custom resources (objects and param kinds) to the policies; repeatable")
 	fl.BoolVar(&f.idempotence, "idempotence", false, "also admit each result again and fail objects that change again")
 	addFormatFlag(fl, &f.output, "text", "text", "json", "junit", "github")
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version (compilation, and checks of --policies)")
@@ -88,8 +98,11 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if countStdin(f.files, f.namespaces, f.policies) > 1 {
-		return usageErr("only one of -f, --namespaces, --policies can read standard input")
+	if countStdin(f.files, f.namespaces, f.policies, f.params, f.crds) > 1 {
+		return usageErr("only one of -f, --namespaces, --policies, --params, --crd can read standard input")
+	}
+	if len(f.params) > 0 && len(f.policies) == 0 {
+		return usageErr("--params is for --policies with a paramKind: the policies mapc compiles read no params")
 	}
 	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
 	if err != nil {
@@ -183,6 +196,14 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err != nil {
 		return err
 	}
+	crds, err := readCRDs(cmd, f.crds)
+	if err != nil {
+		return err
+	}
+	params, err := readParams(cmd, f.params, sets)
+	if err != nil {
+		return err
+	}
 	var mutators []*unstructured.Unstructured
 	for _, d := range mutDocs {
 		if !kept[d.File+"\x00"+d.Object.GetKind()+"/"+d.Object.GetName()] {
@@ -190,9 +211,10 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		}
 	}
 	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
-		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces, GiveNamespacesWith: giveNamespacesWith})
+		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces, GiveNamespacesWith: giveNamespacesWith,
+		CRDs: crds, Params: suite.ParamObjects(params), GiveCRDsWith: giveCRDsWith})
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return &exitError{code: 1, err: suite.PositionParamError(err, params, "--params")}
 	}
 	defer v.Close()
 	ctx := context.Background()

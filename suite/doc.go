@@ -8,13 +8,14 @@
 // admissionregistration.k8s.io v1, v1beta1 or v1alpha1, converts them to v1 through JSON (the
 // three versions have the same fields; unknown fields are reported), applies the defaults the API
 // server applies on create and checks them as the API server checks a new object: required fields,
-// enums, rules and selectors, and every CEL expression (match conditions, variables, mutations)
+// enums, rules and selectors, paramKind and paramRef, and every CEL expression (match conditions, variables, mutations)
 // compiled by k8s.io/apiserver's compiler in the strict environment for new expressions of the
 // target Kubernetes version, variables composed as the API server composes them. That validation
 // lives in k8s.io/kubernetes, which cannot be imported: check.go re-implements the part of it that
 // concerns these fields, and says what it leaves out. Problems are "file:line: Kind/name: field:
-// message". A policy without a binding (it silently never runs) and a binding that names no
-// policy are warnings.
+// message". A policy without a binding (it silently never runs), a binding that names no
+// policy, a paramRef its policy ignores (no paramKind) and a binding without paramRef for a
+// policy with paramKind (it runs with params null; the API server accepts it) are warnings.
 //
 // # Suite files
 //
@@ -32,6 +33,9 @@
 //	- namespaces.yaml
 //	- {apiVersion: v1, kind: Namespace, metadata: {name: shop, labels: {env: prod}}}
 //	crds: [crds.yaml]               # CustomResourceDefinitions: schemas of custom resources
+//	params:                         # param objects policies with a paramKind read: files, or
+//	- params.yaml                   #   written inline
+//	- {apiVersion: v1, kind: ConfigMap, metadata: {name: team, namespace: shop}, data: {team: a}}
 //	user: alice                     # optional: request.userInfo.username of every case
 //	cases:
 //	- name: a Pod gets the label    # optional; the object's Kind/namespace/name otherwise
@@ -55,6 +59,11 @@
 // written); an expected object without a namespace, for an object without one, is in the
 // namespace the request goes to (default).
 //
+// Params are served to the API server's own param code (admission.Options.Params): policies
+// with a paramKind read them through their bindings' paramRef. A param of a kind no policy names
+// in paramKind is warned about (UnreadParams); one the evaluator refuses (a custom kind without
+// its CRD, a param given twice) makes the suite fail, pointing at it (PositionParamError).
+//
 // A namespace an object names but that the suite does not give is taken to have only its
 // kubernetes.io/metadata.name label, unless a namespaceSelector of a policy, binding or mutator
 // (among the sources) that applies to the object looks at other labels: then the case fails,
@@ -73,8 +82,11 @@
 //     evaluates it); object/oldObject/expectObject name resources by kind, name and optionally
 //     namespace, group and version; expect mutate (compared with expectObject, renamed to the
 //     object's name unless disableNameOverwrite), skip (unchanged), admit (no error), error or deny
-//     (any error); userInfo.name. Skipped: DELETE tests (only oldObject), tests with a param,
-//     vapTestSuites. Ignored: userInfo groups and extra, schemaLocations.
+//     (any error); userInfo.name; param (name, namespace): the resource of the policy's
+//     paramKind is served as a param and the case's bindings get a paramRef naming exactly it
+//     (Case.Param), as kaptest gives the param to the policy directly. Skipped: DELETE tests
+//     (only oldObject), vapTestSuites. Ignored: userInfo groups and extra, schemaLocations, a
+//     param for a policy without paramKind.
 //   - kyverno-test.yaml (the Kyverno CLI; apiVersion cli.kyverno.io/v1alpha1, kyverno.io/v1 or
 //     kyverno.io/v1alpha1, kind Test): policies and resources files; results for a
 //     MutatingAdmissionPolicy among the policies: each of resources (or resource), found by name

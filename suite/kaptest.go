@@ -6,6 +6,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify"
@@ -92,15 +93,13 @@ func (l *loader) kaptest(s *Suite, data []byte) error {
 	if err != nil {
 		return err
 	}
-	var resources []*unstructured.Unstructured
+	var resources []*source.Document
 	if len(f.Resources) > 0 {
 		docs, err := l.read("resources", f.Resources)
 		if err != nil {
 			return err
 		}
-		for _, d := range docs {
-			resources = append(resources, d.Object)
-		}
+		resources = docs
 		if s.Namespaces, err = Namespaces(docs); err != nil {
 			return l.errorf("resources", "%v", err)
 		}
@@ -122,21 +121,43 @@ func (l *loader) kaptest(s *Suite, data []byte) error {
 			s.Skipped = append(s.Skipped, verify.Skip{Case: fmt.Sprintf("%s: vapTestSuites[%d].tests[%d]", ps.Policy, i, j), Reason: "ValidatingAdmissionPolicy tests are not run by mapc"})
 		}
 	}
-	find := func(field string, r kaptestRef) (*unstructured.Unstructured, error) {
-		var found *unstructured.Unstructured
-		for _, o := range resources {
-			if r.matches(o) {
+	findDoc := func(field string, r kaptestRef) (*source.Document, error) {
+		var found *source.Document
+		for _, d := range resources {
+			if r.matches(d.Object) {
 				if found != nil {
 					return nil, l.errorf(field, "several resources are %s", r)
 				}
-				found = o
+				found = d
 			}
 		}
 		if found == nil {
 			return nil, l.errorf(field, "no resource is %s", r)
 		}
-		return found.DeepCopy(), nil
+		return found, nil
 	}
+	find := func(field string, r kaptestRef) (*unstructured.Unstructured, error) {
+		d, err := findDoc(field, r)
+		if err != nil {
+			return nil, err
+		}
+		return d.Object.DeepCopy(), nil
+	}
+	// kaptest gives a test's param to the policy directly: the resource of the policy's
+	// paramKind with the param's name (and namespace).
+	paramKinds := map[string]*kaptestRef{}
+	for _, d := range s.Policies {
+		if d.Object.GetKind() != KindPolicy {
+			continue
+		}
+		apiVersion, _, _ := unstructured.NestedString(d.Object.Object, "spec", "paramKind", "apiVersion")
+		kind, _, _ := unstructured.NestedString(d.Object.Object, "spec", "paramKind", "kind")
+		if kind != "" {
+			gv, _ := schema.ParseGroupVersion(apiVersion)
+			paramKinds[d.Object.GetName()] = &kaptestRef{Group: gv.Group, Version: gv.Version, Kind: kind}
+		}
+	}
+	params := map[*source.Document]bool{}
 	for i, ps := range f.MapTestSuites {
 		if ps.Policy == "" {
 			return l.errorf(fmt.Sprintf("mapTestSuites[%d].policy", i), "name the policy under test")
@@ -164,9 +185,28 @@ func (l *loader) kaptest(s *Suite, data []byte) error {
 			case op == "DELETE":
 				skip("DELETE: MutatingAdmissionPolicies do not run on DELETE")
 				continue
-			case t.Param.set() || t.Param.Name != "":
-				skip("params are not supported by mapc's evaluator")
-				continue
+			}
+			switch pk := paramKinds[ps.Policy]; {
+			case pk != nil && t.Param.Name != "":
+				ref := *pk
+				ref.Name, ref.Namespace = t.Param.Name, t.Param.Namespace
+				d, err := findDoc(field+".param", ref)
+				if err != nil {
+					return err
+				}
+				c.Param = d.Object
+				c.Name += " with param " + t.Param.Name
+				if t.Param.Namespace != "" {
+					c.Name += " in " + t.Param.Namespace
+				}
+				if !params[d] {
+					params[d] = true
+					s.Params = append(s.Params, d)
+				}
+			case pk != nil:
+				s.Notes = append(s.Notes, fmt.Sprintf("%s: policy %s has a paramKind but the test gives no param (kaptest fails such a test): it runs with the binding's paramRef, or with params null", c.Where, ps.Policy))
+			case t.Param.Name != "":
+				s.Notes = append(s.Notes, fmt.Sprintf("%s: param is ignored: policy %s has no paramKind", c.Where, ps.Policy))
 			}
 			if len(t.UserInfo.Groups) > 0 || len(t.UserInfo.Extra) > 0 {
 				s.Notes = append(s.Notes, fmt.Sprintf("%s: userInfo groups and extra are not passed (the request's user is in group system:authenticated only)", c.Where))

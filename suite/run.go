@@ -91,9 +91,13 @@ func Run(ctx context.Context, s *Suite) *Outcome {
 			return o
 		}
 	}
-	r.ev, err = admission.New(admission.Options{Namespaces: s.Namespaces, CRDs: s.CRDs, GiveNamespacesWith: giveNamespacesWith(s.Format)})
+	if s.Format == FormatMapc {
+		o.Warnings = append(o.Warnings, UnreadParams(s.Params, sets, "params")...)
+	}
+	r.ev, err = admission.New(admission.Options{Namespaces: s.Namespaces, CRDs: s.CRDs, Params: ParamObjects(s.Params),
+		GiveNamespacesWith: giveNamespacesWith(s.Format), GiveCRDsWith: giveCRDsWith(s.Format)})
 	if err != nil {
-		o.Err = err
+		o.Err = PositionParamError(err, s.Params, paramsField(s.Format))
 		return o
 	}
 	defer r.ev.Close()
@@ -124,6 +128,22 @@ func giveNamespacesWith(format string) string {
 		return "among the suite's resources (or its labels in the values file's namespaceSelector)"
 	}
 	return "in the suite's namespaces"
+}
+
+// giveCRDsWith says where a suite of the format gives CustomResourceDefinitions.
+func giveCRDsWith(format string) string {
+	if format == FormatMapc {
+		return "in the suite's crds"
+	}
+	return "among the suite's crds"
+}
+
+// paramsField is where a suite of the format gives params, for messages.
+func paramsField(format string) string {
+	if format == FormatKaptest {
+		return "resources (a test's param)"
+	}
+	return "params"
 }
 
 // NamespaceWarnings words what was assumed of namespaces not given: those taken as not labelled
@@ -237,6 +257,24 @@ func selectSets(c *Case, all []admission.PolicySet) ([]admission.PolicySet, erro
 	return sel, nil
 }
 
+// withParamRef gives the bindings of the policies with a paramKind the paramRef ref.
+func withParamRef(sets []admission.PolicySet, ref *admissionregistrationv1.ParamRef) []admission.PolicySet {
+	out := make([]admission.PolicySet, len(sets))
+	for i, s := range sets {
+		out[i] = s
+		if s.Policy.Spec.ParamKind == nil {
+			continue
+		}
+		out[i].Bindings = make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, len(s.Bindings))
+		for j, b := range s.Bindings {
+			b = b.DeepCopy()
+			b.Spec.ParamRef = ref.DeepCopy()
+			out[i].Bindings[j] = b
+		}
+	}
+	return out
+}
+
 func (r *runner) runCase(ctx context.Context, c *Case) verify.Result {
 	ev := r.ev
 	res := verify.Result{Case: c.Name}
@@ -244,6 +282,9 @@ func (r *runner) runCase(ctx context.Context, c *Case) verify.Result {
 	if err != nil {
 		res.Reason = err.Error()
 		return res
+	}
+	if c.Param != nil {
+		sets = withParamRef(sets, r.ev.ParamRefTo(c.Param))
 	}
 	in, err := verify.Normalize(c.Object)
 	if err != nil {

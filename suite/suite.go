@@ -56,7 +56,10 @@ type Suite struct {
 	BindUnbound bool
 	Namespaces  []*corev1.Namespace
 	CRDs        []*apiextensionsv1.CustomResourceDefinition
-	Cases       []*Case
+	// Params are the param objects policies with a paramKind read through their bindings'
+	// paramRef (admission.Options.Params), where they were read.
+	Params []*source.Document
+	Cases  []*Case
 	// Skipped are cases of the file that cannot be run, with the reason.
 	Skipped []verify.Skip
 	// Notes are parts of the file that were ignored.
@@ -78,6 +81,10 @@ type Case struct {
 	// policies get a binding matching everything instead of theirs.
 	Binding    string
 	OwnBinding bool
+	// Param, when set, is the param the case gives its policies directly (kaptest's param): the
+	// bindings of the policies with a paramKind get a paramRef naming exactly this object
+	// (admission.Evaluator.ParamRefTo) instead of theirs.
+	Param *unstructured.Unstructured
 
 	Expect          *unstructured.Unstructured
 	ExpectUnchanged bool
@@ -327,6 +334,26 @@ func (l *loader) objects(field string, r *ObjectRef) ([]*unstructured.Unstructur
 	return out, nil
 }
 
+// docs returns the objects r stands for as documents: those of its file, or the inline object
+// placed at the field.
+func (l *loader) docs(field string, r *ObjectRef) ([]*source.Document, error) {
+	if r.Inline != nil {
+		objs, err := l.objects(field, r)
+		if err != nil {
+			return nil, err
+		}
+		return []*source.Document{{File: l.file, Line: l.lines.line(l.doc, field), Object: objs[0]}}, nil
+	}
+	docs, err := l.read(field, []string{r.Path})
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		return nil, l.errorf(field, "%s holds no object", r.Path)
+	}
+	return docs, nil
+}
+
 // object returns the one object r stands for.
 func (l *loader) object(field string, r *ObjectRef) (*unstructured.Unstructured, error) {
 	objs, err := l.objects(field, r)
@@ -351,6 +378,7 @@ type mapcFile struct {
 	Sources           []string    `json:"sources"`
 	Namespaces        []ObjectRef `json:"namespaces"`
 	CRDs              []string    `json:"crds"`
+	Params            []ObjectRef `json:"params"`
 	User              string      `json:"user"`
 	Cases             []mapcCase  `json:"cases"`
 }
@@ -420,6 +448,22 @@ func (l *loader) mapc(s *Suite, data []byte) error {
 		if s.CRDs, err = CRDs(docs); err != nil {
 			return l.errorf("crds", "%v", err)
 		}
+	}
+	for i := range f.Params {
+		field := fmt.Sprintf("params[%d]", i)
+		docs, err := l.docs(field, &f.Params[i])
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			switch {
+			case IsCRD(d.Object):
+				return l.errorf(field, "%s:%d: a CustomResourceDefinition is not a param; list it under crds", d.File, d.Line)
+			case d.Object.GetName() == "":
+				return l.errorf(field, "%s:%d: %s without metadata.name: paramRef finds params by name or labels, and the API server stores none without a name", d.File, d.Line, d.Object.GetKind())
+			}
+		}
+		s.Params = append(s.Params, docs...)
 	}
 	if len(f.Cases) == 0 {
 		return l.errorf("cases", "a suite needs cases")

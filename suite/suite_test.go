@@ -37,6 +37,7 @@ func TestFindAndLoadExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
+		"../testdata/suites/kaptest-params/kaptest.yaml",
 		"../testdata/suites/kaptest/kaptest.yaml",
 		"../testdata/suites/kyverno/kyverno-test.yaml",
 		"../testdata/suites/mapc/examples.test.yaml",
@@ -52,7 +53,7 @@ func TestFindAndLoadExamples(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		cases[s.Format] += len(s.Cases)
-		if s.Format == FormatKaptest {
+		if s.Format == FormatKaptest && len(s.Params) == 0 {
 			// The expected object is renamed to the object's name, as kaptest does.
 			if got := s.Cases[0].Expect.GetName(); got != "base" {
 				t.Errorf("kaptest expectObject name %q, want base", got)
@@ -68,7 +69,7 @@ func TestFindAndLoadExamples(t *testing.T) {
 			t.Errorf("%s:\n%s", p, b.String())
 		}
 	}
-	if want := map[string]int{FormatMapc: 12, FormatKaptest: 4, FormatKyverno: 4}; !reflect.DeepEqual(cases, want) {
+	if want := map[string]int{FormatMapc: 12, FormatKaptest: 7, FormatKyverno: 4}; !reflect.DeepEqual(cases, want) {
 		t.Errorf("cases per format %v, want %v", cases, want)
 	}
 }

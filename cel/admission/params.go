@@ -158,3 +158,22 @@ func (e *Evaluator) startParamInformer(pk *admissionregistrationv1.ParamKind) {
 	}
 	e.kubeFactory.Start(e.stop)
 }
+
+// ParamRefTo returns a paramRef that finds exactly the param object p as New stores it: by its
+// name, in its namespace ("default" for a namespaced param given without one, none for a
+// cluster-scoped one), with parameterNotFoundAction Deny. Tools that give a policy its param
+// directly (kaptest's param) are run through a binding with this paramRef.
+func (e *Evaluator) ParamRefTo(p *unstructured.Unstructured) *admissionregistrationv1.ParamRef {
+	deny := admissionregistrationv1.DenyAction
+	ref := &admissionregistrationv1.ParamRef{Name: p.GetName(), Namespace: p.GetNamespace(), ParameterNotFoundAction: &deny}
+	gvk := p.GroupVersionKind()
+	if mapping, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		switch {
+		case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
+			ref.Namespace = ""
+		case ref.Namespace == "":
+			ref.Namespace = "default"
+		}
+	}
+	return ref
+}

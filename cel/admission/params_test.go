@@ -362,3 +362,27 @@ func TestParamsRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestParamRefTo(t *testing.T) {
+	e, err := New(Options{CRDs: paramCRDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tests := []struct {
+		param         *unstructured.Unstructured
+		wantNamespace string
+	}{
+		{configMap("prod", "team", nil, nil), "prod"},
+		{configMap("", "team", nil, nil), "default"},
+		{custom("Tier", "prod", "gold", nil), ""},
+		{custom("Sidecar", "", "proxy", nil), "default"},
+	}
+	for _, tt := range tests {
+		ref := e.ParamRefTo(tt.param)
+		if ref.Name != tt.param.GetName() || ref.Namespace != tt.wantNamespace || ref.Selector != nil ||
+			ref.ParameterNotFoundAction == nil || *ref.ParameterNotFoundAction != admissionregistrationv1.DenyAction {
+			t.Errorf("%s %s/%s: paramRef %+v, want name %s, namespace %q, Deny", tt.param.GetKind(), tt.param.GetNamespace(), tt.param.GetName(), ref, tt.param.GetName(), tt.wantNamespace)
+		}
+	}
+}

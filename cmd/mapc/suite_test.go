@@ -24,6 +24,7 @@ func TestSuitesExamplesPass(t *testing.T) {
 		{"../../testdata/suites/mapc/examples.test.yaml"},
 		{"../../testdata/suites/mapc/handwritten.test.yaml"},
 		{"../../testdata/suites/kaptest/kaptest.yaml"},
+		{"../../testdata/suites/kaptest-params"},
 		{"../../testdata/suites/kyverno"},
 	} {
 		code, stdout, stderr := runCLI(t, "", append([]string{"test"}, args...)...)
@@ -42,7 +43,8 @@ func TestSuitesExamplesPass(t *testing.T) {
 		"PASS default-environment: (UPDATE) Deployment:base - MUTATE (1 policy order)\n",
 		"PASS set-replicas: Deployment prod-ns/nginx-prod - SKIP (1 policy order)\n",
 		"SKIP default-environment: (DELETE) Deployment:base - ERROR: DELETE: MutatingAdmissionPolicies do not run on DELETE\n",
-		"20 passed, 0 failed, 1 skipped\n",
+		"PASS deployment-replicas: (CREATE) Deployment:one - MUTATE with param replicas in large (1 policy order)\n",
+		"23 passed, 0 failed, 1 skipped\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)

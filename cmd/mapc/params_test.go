@@ -267,3 +267,28 @@ func TestVerifyParams(t *testing.T) {
 		})
 	}
 }
+
+// The parameterised examples pass, and mapc eval gives what their suites expect.
+func TestParamsExamples(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", "test", "../../examples/params")
+	for _, want := range []string{
+		"=== sidecar-param (../../examples/params/sidecar/sidecar.test.yaml, mapc format)\n",
+		"PASS a Pod in shop gets shop's sidecar (1 policy order)\n",
+		"=== configmap-params (../../examples/params/configmap/configmap.test.yaml, mapc format)\n",
+		"PASS a Pod in shop gets the labels of both labelled ConfigMaps, not of the other (1 policy order)\n",
+		"6 passed, 0 failed\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if code != 0 || strings.Contains(stdout, "warning") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	const dir = "../../examples/params/sidecar/"
+	code, stdout, stderr = runCLI(t, "", "eval", "--policies", dir+"policy.yaml", "-f", dir+"pods.yaml", "--params", dir+"sidecar.yaml", "--crd", dir+"crd.yaml")
+	if code != 0 || strings.Count(stdout, "image: mesh/proxy:v1.0.0") != 1 || strings.Count(stdout, "image: mesh/proxy:v0.9.0") != 1 {
+		t.Errorf("eval: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}

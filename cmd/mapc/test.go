@@ -29,12 +29,16 @@ docs/suites.md): mapc's own (apiVersion: mapc.dev/v1alpha1, kind: Test), kaptest
 (mapTestSuites, expectObject) and kyverno-test.yaml (results with patchedResources), as far as
 they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP.
 
+Policies with a paramKind read the param objects a suite gives (params: in mapc's format, a
+test's param in kaptest's), resolved by the API server's own code.
+
 A case whose object is in a namespace the suite does not give fails when that namespace's labels
 matter (a namespaceSelector of a policy, binding or mutator that applies looks at labels other
 than kubernetes.io/metadata.name). A failing expression that failurePolicy Ignore skipped is
 noted under its case. Warnings (in the text report; on standard error with other formats) name
 the namespaces not given that were taken as not labelled admission.gatekeeper.sh/ignore.`,
 		Example: `  mapc test testdata/suites
+  mapc test examples/params
   mapc test policies.test.yaml -o junit > report.xml`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

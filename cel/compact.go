@@ -2,7 +2,6 @@ package cel
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -58,7 +57,7 @@ func Compact(e Expr) Expr { return join(CompactTerms(flatten(e, "+"))) }
 // The operands must be the parts of a fused batch (or, below a condition or in a shared loop,
 // their branches and bodies): the operations of pairwise independent steps, which may be
 // reordered, but for appends to one list (whose order is the order of the new elements), and
-// shared creations (PreCreate), which must stay before what follows them. Parts are
+// shared creations (SharedCreation), which must stay before what follows them. Parts are
 // grouped by their first condition (the test of the first node on a step's path, or its guard),
 // each group where its first member was, so that every part only moves earlier, and never past a
 // part holding a shared creation.
@@ -585,15 +584,6 @@ func readOp(e Expr) (op, base, rel string, value Expr, ok bool) {
 		rel, ok = strValue(p)
 	}
 	return op, base, rel, o.vals[2], ok
-}
-
-func strValue(e Expr) (string, bool) {
-	l, ok := e.(lit)
-	if !ok || !strings.HasPrefix(l.text, `"`) {
-		return "", false
-	}
-	s, err := strconv.Unquote(l.text)
-	return s, err == nil
 }
 
 // setIn sets the member at the JSON pointer tokens below m to v (creating nothing: every node

@@ -7,21 +7,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 )
 
-func addOp(path string, v Expr) Expr { return patchOp("add", ptr{[]Expr{strLit{path}}}, v) }
+func addOp(path string, v Expr) Expr { return patchOp("add", Pointer{[]Expr{strLit{path}}}, v) }
 
 // addOp2 is an "add" at list + string(i) + rest: an operation in the element i of a list.
 func addOp2(list, rest string, v Expr) Expr {
-	return patchOp("add", ptr{[]Expr{strLit{list}}}.index(Ident("i")).appendStatic(rest), v)
+	return patchOp("add", Pointer{[]Expr{strLit{list}}}.Index(Ident("i")).appendStatic(rest), v)
 }
 
-func opOf(op, path string) Expr { return patchOp(op, ptr{[]Expr{strLit{path}}}, Str("x")) }
+func opOf(op, path string) Expr { return patchOp(op, Pointer{[]Expr{strLit{path}}}, Str("x")) }
 
 // TestCompact: the rewrites of Compact, each on the smallest expression that shows it, and the
 // orders it must keep.
 func TestCompact(t *testing.T) {
 	env := NewEnv(version.MajorMinor(1, 37))
 	x, y := Ident("x"), Ident("y")
-	pre := func(path string) Expr { return List(preOp(ptr{[]Expr{strLit{path}}})) }
+	pre := func(path string) Expr { return List(preOp(Pointer{[]Expr{strLit{path}}})) }
 	cases := []struct {
 		name string
 		in   []Expr
@@ -88,8 +88,8 @@ func TestCompact(t *testing.T) {
 // path holds a run-time index (decided by the static beginnings) or ends in one.
 func TestDisjoint(t *testing.T) {
 	i := Ident("i2")
-	elem := ptr{[]Expr{strLit{"/spec/containers"}}}.index(i)
-	first := ptr{[]Expr{strLit{"/spec/containers"}}}.index(Method(Ident("keys"), "indexOf", Str("x")))
+	elem := Pointer{[]Expr{strLit{"/spec/containers"}}}.Index(i)
+	first := Pointer{[]Expr{strLit{"/spec/containers"}}}.Index(Method(Ident("keys"), "indexOf", Str("x")))
 	cases := []struct {
 		name string
 		a, b Expr
@@ -97,12 +97,12 @@ func TestDisjoint(t *testing.T) {
 	}{
 		{"static, apart", addOp("/metadata/labels/a", Str("1")), addOp("/spec/x", Str("2")), true},
 		{"static, one above the other", addOp("/metadata", Map(nil, nil)), addOp("/metadata/labels", Map(nil, nil)), false},
-		{"an element's field and another subtree", List(patchOp("add", elem.child("image"), Str("x"))), addOp("/metadata", Map(nil, nil)), true},
+		{"an element's field and another subtree", List(patchOp("add", elem.Child("image"), Str("x"))), addOp("/metadata", Map(nil, nil)), true},
 		{"an element found at run time and another subtree", List(patchOp("replace", first, Map(nil, nil))), addOp("/metadata/labels", Map(nil, nil)), true},
 		{"an element and its list", List(patchOp("replace", first, Map(nil, nil))), addOp("/spec/containers", List()), false},
 		{"an element and a sibling field of the list", List(patchOp("replace", first, Map(nil, nil))), addOp("/spec/containersX", List()), true},
-		{"two fields of one element", List(patchOp("add", elem.child("image"), Str("x"))), List(patchOp("add", elem.child("args"), List())), true},
-		{"an element found at run time and a field of an element", List(patchOp("replace", first, Map(nil, nil))), List(patchOp("add", elem.child("image"), Str("x"))), false},
+		{"two fields of one element", List(patchOp("add", elem.Child("image"), Str("x"))), List(patchOp("add", elem.Child("args"), List())), true},
+		{"an element found at run time and a field of an element", List(patchOp("replace", first, Map(nil, nil))), List(patchOp("add", elem.Child("image"), Str("x"))), false},
 	}
 	for _, c := range cases {
 		if got := disjoint(c.a, c.b); got != c.want {

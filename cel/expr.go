@@ -1,10 +1,17 @@
 // Package cel builds the CEL expressions of the emitted policies as syntax trees, prints them,
 // and checks them against the API server's CEL environment for the target Kubernetes version.
+// It also holds what every front end's lowering shares: JSONPatch operations and pointers,
+// literals of JSON values, label selectors, and the rewrites that make an expression cheaper
+// for the API server without changing what it does (Compact, MergeLoops, KeyLists, Fold).
 //
 // No user-supplied string is ever pasted into CEL text: strings reach an expression only through
 // Str (one escaping function, fuzzed to round-trip), field names only as index keys, and every
 // printed expression is parsed again by cel-go and printed back with its unparser, so what is
 // emitted is exactly the tree that was built.
+//
+// It knows no input language: it must not import anything under compiler/ (what a Gatekeeper
+// mutator means in CEL is compiler/gatekeeper/lower's business), and it builds no Kubernetes
+// objects (package emit does).
 package cel
 
 import (
@@ -81,7 +88,7 @@ type (
 		typeName string
 		fields   []string
 		vals     []Expr
-		// pre marks the operations of PreCreate, which must stay before the operations that
+		// pre marks shared creations (SharedCreation), which must stay before the operations that
 		// rely on the nodes they create (see CompactTerms).
 		pre bool
 	}

@@ -63,7 +63,7 @@ func TestKeyListsHoist(t *testing.T) {
 	for _, v := range []string{"1.33", "1.34", "1.37"} {
 		env := NewEnv(version.MustParseGeneric(v))
 		k := NewKeyLists(2, nil)
-		e := k.Hoist(Cond(hasFoo, List(patchOp("remove", ptr{[]Expr{strLit{"/spec/containers"}}}.index(fooAt), nil)), List()))
+		e := k.Hoist(Cond(hasFoo, List(patchOp("remove", Pointer{[]Expr{strLit{"/spec/containers"}}}.Index(fooAt), nil)), List()))
 		var vars []Variable
 		for _, v := range k.Variables() {
 			vars = append(vars, Variable{Name: v.Name, Expression: mustPrint(t, env, v.Expr)})

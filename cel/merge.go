@@ -7,7 +7,7 @@ package cel
 // the conditions both share (the walk down to L) and A', B' the rest. The parts must be
 // independent (their operations may be reordered, element by element) except that a part's
 // operations for one element still come after the earlier parts' operations for that element,
-// so nodes created first (PreCreate) are still created first. It needs lists.flatten.
+// so nodes created first (SharedCreation) are still created first. It needs lists.flatten.
 func MergeLoops(parts []Expr, f Features) []Expr {
 	if !f.Flatten {
 		return parts

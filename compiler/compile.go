@@ -16,6 +16,7 @@ import (
 
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
@@ -234,7 +235,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		if refused[m] {
 			continue
 		}
-		if _, err := cel.JSONPatch(m, env.Features()); err != nil {
+		if _, err := lower.JSONPatch(m, env.Features()); err != nil {
 			refused[m] = true
 			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: err.Error()})
 		}
@@ -428,19 +429,19 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 			return nil, err
 		}
 	}
-	if err := addCond(installConditionName, cel.ExcludedNamespacesMatch(opts.ExcludedNamespaces)); err != nil {
+	if err := addCond(installConditionName, lower.ExcludedNamespacesMatch(opts.ExcludedNamespaces)); err != nil {
 		return nil, err
 	}
-	if err := addCond("namespaces", cel.NamespacesMatch(m.Match.Namespaces)); err != nil {
+	if err := addCond("namespaces", lower.NamespacesMatch(m.Match.Namespaces)); err != nil {
 		return nil, err
 	}
-	if err := addCond("excluded-namespaces", cel.ExcludedNamespacesMatch(m.Match.ExcludedNamespaces)); err != nil {
+	if err := addCond("excluded-namespaces", lower.ExcludedNamespacesMatch(m.Match.ExcludedNamespaces)); err != nil {
 		return nil, err
 	}
-	if err := addCond("name", cel.NameMatch(m.Match.Name)); err != nil {
+	if err := addCond("name", lower.NameMatch(m.Match.Name)); err != nil {
 		return nil, err
 	}
-	e, err := cel.JSONPatch(m, env.Features())
+	e, err := lower.JSONPatch(m, env.Features())
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +481,7 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, *mut
 			if err != nil {
 				return nil, &mutationError{m: m, err: err}
 			}
-			ops, err := cel.JSONPatch(m, env.Features())
+			ops, err := lower.JSONPatch(m, env.Features())
 			if err != nil {
 				return nil, &mutationError{m: m, err: err}
 			}
@@ -539,7 +540,7 @@ const installConditionName = "gatekeeper-excluded-namespaces"
 
 // installConditions are the match conditions every policy gets from the installation context.
 func installConditions(env *cel.Env, opts Options) ([]emit.Condition, error) {
-	e := cel.ExcludedNamespacesMatch(opts.ExcludedNamespaces)
+	e := lower.ExcludedNamespacesMatch(opts.ExcludedNamespaces)
 	if e == cel.True {
 		return nil, nil
 	}
@@ -554,16 +555,16 @@ func installConditions(env *cel.Env, opts Options) ([]emit.Condition, error) {
 func fullGuard(m *ir.Mutation) (cel.Expr, error) {
 	var parts []cel.Expr
 	if len(m.Match.Rules) > 0 {
-		parts = append(parts, cel.RulesMatch(m.Match.Rules))
+		parts = append(parts, lower.RulesMatch(m.Match.Rules))
 	} else {
-		parts = append(parts, cel.OperationsMatch(m.Match.Operations), kindsGuard(m.Match))
+		parts = append(parts, lower.OperationsMatch(m.Match.Operations), kindsGuard(m.Match))
 	}
 	if matchesGatekeeperGroups(m.Match) {
 		parts = append(parts, notGatekeeperResources())
 	}
-	parts = append(parts, cel.ScopeMatch(m.Match.Scope), cel.NamespacesMatch(m.Match.Namespaces),
-		cel.ExcludedNamespacesMatch(m.Match.ExcludedNamespaces), cel.NameMatch(m.Match.Name))
-	ns, err := cel.NamespaceSelectorMatch(m.Match.NamespaceSelector)
+	parts = append(parts, lower.ScopeMatch(m.Match.Scope), lower.NamespacesMatch(m.Match.Namespaces),
+		lower.ExcludedNamespacesMatch(m.Match.ExcludedNamespaces), lower.NameMatch(m.Match.Name))
+	ns, err := lower.NamespaceSelectorMatch(m.Match.NamespaceSelector)
 	if err != nil {
 		return nil, err
 	}
@@ -578,7 +579,7 @@ func notNamespaceIfImpossible(m ir.Match, e cel.Expr) cel.Expr {
 	if m.MayMatchKind("", "Namespace") {
 		return e
 	}
-	return cel.AssumeNotNamespace(e)
+	return lower.AssumeNotNamespace(e)
 }
 
 func kindsGuard(m ir.Match) cel.Expr {
@@ -592,7 +593,7 @@ func kindsGuard(m ir.Match) cel.Expr {
 			groups, kinds = append(groups, []string{r.Group}), append(kinds, []string{r.Kind})
 		}
 	}
-	return cel.KindsMatch(groups, kinds)
+	return lower.KindsMatch(groups, kinds)
 }
 
 func notGatekeeperResources() cel.Expr {

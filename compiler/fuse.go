@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/emit"
@@ -126,12 +127,12 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				}
 				// The policy only runs for its own rules: what the guard tests of the request's
 				// kind and operation is often decided by them.
-				guard = cel.AssumeRequest(guard, b.match.Rules)
+				guard = lower.AssumeRequest(guard, b.match.Rules)
 				gen := m
 				if c := computed[m]; c != nil {
 					gen = c
 				}
-				ops, err := cel.JSONPatch(gen, env.Features())
+				ops, err := lower.JSONPatch(gen, env.Features())
 				if err != nil {
 					return nil, &mutationError{m, err}
 				}
@@ -513,10 +514,10 @@ func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
 
 // assumeRequest is ops (m's operations) for requests that match rules (the policy's), when
 // they test the request's kind: the values of fromMetadata (a Namespace's own name) and the
-// conditions of completions (cel.CompletionGuard).
+// conditions of completions (lower.CompletionGuard).
 func assumeRequest(m *ir.Mutation, ops cel.Expr, rules []ir.Rule) cel.Expr {
 	if sv, ok := m.Op.(ir.SetValue); ok && sv.FromMetadata != "" || len(m.Completions) > 0 {
-		return cel.AssumeRequest(ops, rules)
+		return lower.AssumeRequest(ops, rules)
 	}
 	return ops
 }
@@ -532,11 +533,11 @@ func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules 
 	}
 	// (No test of s's own there: SharesCreation.)
 	e := s.share.Elem
-	a, err := cel.JSONPatchAssuming(s.m.WithTest(e, true, false), env.Features(), assume)
+	a, err := lower.JSONPatchAssuming(s.m.WithTest(e, true, false), env.Features(), assume)
 	if err != nil {
 		return nil, err
 	}
-	b, err := cel.JSONPatchAssuming(s.m.WithTest(e, false, true), env.Features(), assume)
+	b, err := lower.JSONPatchAssuming(s.m.WithTest(e, false, true), env.Features(), assume)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +553,7 @@ func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules 
 }
 
 // fusedParts is fusedPatch, also returning the parts it concatenates. opsOf, if not nil, holds
-// the steps' operations as cel.JSONPatch gives them (reused where no shared node is assumed);
+// the steps' operations as lower.JSONPatch gives them (reused where no shared node is assumed);
 // rules, if not nil, are the policy's (assumeRequest).
 func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr, rules []ir.Rule) (cel.Expr, []cel.Expr, error) {
 	var parts []cel.Expr
@@ -565,7 +566,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	shared, assume := fz.SharedCreations(ms)
 	var e cel.Expr
 	if len(shared) > 0 {
-		nodes := make([]cel.SharedNode, len(shared))
+		nodes := make([]lower.SharedNode, len(shared))
 		for i, n := range shared {
 			var when []cel.Expr
 			seen := map[string]bool{}
@@ -580,9 +581,9 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 					when = append(when, w)
 				}
 			}
-			nodes[i] = cel.SharedNode{Path: n.Path, When: cel.Or(when...), List: n.Creators[0].Path[len(n.Path)].List}
+			nodes[i] = lower.SharedNode{Path: n.Path, When: cel.Or(when...), List: n.Creators[0].Path[len(n.Path)].List}
 		}
-		pre, err := cel.PreCreate(nodes, env.Features())
+		pre, err := lower.PreCreate(nodes, env.Features())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -636,7 +637,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 			if s.gen != nil {
 				gen = s.gen
 			}
-			if ops, err = cel.JSONPatchAround(gen, env.Features(), assume[s.m], around); err != nil {
+			if ops, err = lower.JSONPatchAround(gen, env.Features(), assume[s.m], around); err != nil {
 				return nil, nil, err
 			}
 			ops = assumeRequest(s.m, ops, rules)
@@ -672,7 +673,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	return e, parts, nil
 }
 
-// unionSize bounds the length a merge's values add to a union (cel.MergeUnion) of merges into its
+// unionSize bounds the length a merge's values add to a union (lower.MergeUnion) of merges into its
 // list: each value, under its condition.
 func unionSize(s step, vals []any) int {
 	l, err := cel.LabelsMatch(s.m.Match.LabelSelector)
@@ -719,25 +720,25 @@ func unionsOf(fz *plan.Fuser, batch []step) map[string][]step {
 }
 
 // unionPart is the operations of the merges u into one list, computed together
-// (cel.MergeUnion), each where its guard and label selector hold.
+// (lower.MergeUnion), each where its guard and label selector hold.
 func unionPart(env *cel.Env, u []step, assume int) (cel.Expr, error) {
-	parts := make([]cel.MergePart, len(u))
+	parts := make([]lower.MergePart, len(u))
 	for i, s := range u {
 		labels, err := cel.LabelsMatch(s.m.Match.LabelSelector)
 		if err != nil {
 			return nil, err
 		}
-		parts[i] = cel.MergePart{Values: s.m.Op.(ir.MergeSet).Values, When: cel.And(s.guard, labels)}
+		parts[i] = lower.MergePart{Values: s.m.Op.(ir.MergeSet).Values, When: cel.And(s.guard, labels)}
 	}
-	return cel.MergeUnion(u[0].m, parts, env.Features(), assume)
+	return lower.MergeUnion(u[0].m, parts, env.Features(), assume)
 }
 
 // replacedAround is the elements that other steps of the batch replace whole, which s's
 // operations must leave out (plan.Fuser.PrunedAround): each where the other step applies (its
 // guard and label selector) and replaces an element that exists (no test on its path says
 // otherwise; a step computed only where it creates its element replaces none).
-func replacedAround(fz *plan.Fuser, s step, batch []step, guardOf map[*ir.Mutation]cel.Expr) ([]cel.Replaced, error) {
-	var out []cel.Replaced
+func replacedAround(fz *plan.Fuser, s step, batch []step, guardOf map[*ir.Mutation]cel.Expr) ([]lower.Replaced, error) {
+	var out []lower.Replaced
 	for _, t := range replacers(fz, s, batch) {
 		gen := t.m
 		if t.gen != nil {
@@ -748,7 +749,7 @@ func replacedAround(fz *plan.Fuser, s step, batch []step, guardOf map[*ir.Mutati
 			return nil, err
 		}
 		last := gen.Path[len(gen.Path)-1]
-		out = append(out, cel.Replaced{Depth: len(gen.Path) - 1, KeyField: last.KeyField, KeyValue: last.KeyValue, When: cel.And(guardOf[t.m], labels)})
+		out = append(out, lower.Replaced{Depth: len(gen.Path) - 1, KeyField: last.KeyField, KeyValue: last.KeyValue, When: cel.And(guardOf[t.m], labels)})
 	}
 	return out, nil
 }

@@ -20,7 +20,7 @@ import (
 // lists — the tolerations, every container's args, the args of one container they may create —
 // with values they share, matches that differ and path tests, compiled in both layouts, give
 // Gatekeeper's result on random Pods (none of the lists, some, values already there, twice).
-// Merges into one list are computed together (cel.MergeUnion); the differential generator
+// Merges into one list are computed together (lower.MergeUnion); the differential generator
 // rarely puts two of them in one group.
 func TestMergesMatchGatekeeper(t *testing.T) {
 	locs := []string{"spec.tolerations", "spec.containers[name: *].args", "spec.containers[name: app].args"}

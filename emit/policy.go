@@ -91,7 +91,7 @@ type Contents struct {
 	// computed with, and why (After is empty when the expression before was full).
 	After, Why string
 	// LeavesOut says, for steps that leave out of their operations a list element another step
-	// replaces whole (cel.Replaced), which and why.
+	// replaces whole (lower.Replaced), which and why.
 	LeavesOut []string
 }
 

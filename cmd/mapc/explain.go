@@ -16,6 +16,7 @@ import (
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
@@ -181,7 +182,7 @@ func explained(out *compiler.Output) []explainedGroup {
 			for _, c := range m.Completions {
 				v, _ := json.Marshal(c.Value)
 				when := ""
-				if g, err := cel.CompletionGuard(c.By.Match); err == nil && g != cel.True {
+				if g, err := lower.CompletionGuard(c.By.Match); err == nil && g != cel.True {
 					when = " where its match holds"
 				}
 				pass := "in Gatekeeper's next pass"

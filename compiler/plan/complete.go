@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -23,7 +24,7 @@ const maxConditionalCompletions = 2
 // (a constant: an Assign's, or an AssignImage's that sets every part) g sets at S below the
 // element becomes a completion when:
 //   - g applies to every request f does, but for its scope, namespaces, name or namespace
-//     selector (which decide the completion, cel.CompletionGuard), and has no label selector
+//     selector (which decide the completion, lower.CompletionGuard), and has no label selector
 //     (the object's labels may change within the request); and some request is matched by
 //     both (overlap);
 //   - g would write it in the new element: its tests pass there, it creates no list element, S
@@ -109,7 +110,7 @@ func completeList(ms []*ir.Mutation, idx, flat []int, fp func(int) *footprint) {
 			if !exclusive(ms, idx, fp, fi, gi, e, s) || !exclusive(ms, flat, fp, fi, gi, e, s) {
 				continue
 			}
-			when, err := cel.CompletionGuard(g.Match)
+			when, err := lower.CompletionGuard(g.Match)
 			if err != nil {
 				continue
 			}
@@ -120,7 +121,7 @@ func completeList(ms []*ir.Mutation, idx, flat []int, fp func(int) *footprint) {
 				conditional++
 			}
 			slots = append(slots, s)
-			f.Completions = append(f.Completions, ir.Completion{Path: s, Value: cel.CopyJSON(value), By: g})
+			f.Completions = append(f.Completions, ir.Completion{Path: s, Value: lower.CopyJSON(value), By: g})
 		}
 	}
 }
@@ -134,7 +135,7 @@ func (f *footprint) valueOrImage() any {
 			return op.Value
 		}
 	case ir.RewriteImage:
-		return cel.RewriteImageString("", op)
+		return lower.RewriteImageString("", op)
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -49,7 +49,7 @@ func Forward(ms []*ir.Mutation) []Redundancy {
 					continue
 				}
 				f := ms[fi]
-				f.Op = ir.SetValue{Value: cel.CopyJSON(c)}
+				f.Op = ir.SetValue{Value: lower.CopyJSON(c)}
 				fps.forget(fi)
 				v, _ := json.Marshal(c) // a value decoded from JSON or YAML
 				out = append(out, Redundancy{M: f, By: ms[gi], Why: fmt.Sprintf("%s, sorted after it, always writes %s at %s before anything looks there",
@@ -68,7 +68,7 @@ func constantOf(m *ir.Mutation) (any, bool) {
 	case ir.SetValue:
 		return op.Value, op.FromMetadata == "" && op.Value != nil
 	case ir.RewriteImage:
-		return cel.ConstantImage(op)
+		return lower.ConstantImage(op)
 	}
 	return nil, false
 }

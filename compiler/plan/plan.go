@@ -14,7 +14,7 @@
 // what the others leave in the list, and another pass adds nothing, so they need no round for
 // each other; only their order decides the order of the new elements. Merges with the same
 // location and path tests (UnionKey) are computed, in that order, in one expression
-// (cel.MergeUnion), so that n such merges cost one mutation, not n mutations in n+1 rounds.
+// (lower.MergeUnion), so that n such merges cost one mutation, not n mutations in n+1 rounds.
 //
 // The analysis is conservative: when unsure whether two mutations interact, it groups them.
 package plan
@@ -29,6 +29,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -385,7 +386,7 @@ func footprintOf(m *ir.Mutation) *footprint {
 	f.writes = append(f.writes, f.full)
 	switch op := m.Op.(type) {
 	case ir.RewriteImage:
-		if c, ok := cel.ConstantImage(op); ok {
+		if c, ok := lower.ConstantImage(op); ok {
 			// It writes that constant whatever the image was: an Assign of it.
 			f.setValue, f.value = fmt.Sprintf("%#v", c), c
 		} else {
@@ -488,7 +489,7 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 	}
 	if isPrune && f.elemAt == len(f.full)-1 {
 		// f replaces elements: only of a list at a fixed path, whose first element with the
-		// key one expression can find (cel.Replaced), and not by the key g reaches below.
+		// key one expression can find (lower.Replaced), and not by the key g reaches below.
 		for _, s := range f.full[:f.elemAt] {
 			if s.list {
 				return false
@@ -538,7 +539,7 @@ func prunesNothing(v any, vals []any) bool {
 
 // prunedAround: does f assign whole elements of a list that g prunes below (keepsLiteral)?
 // Computed from the same object in one expression, g's operations on the element f replaces
-// would apply to the element f removes; leaving that element out (cel.Replaced), g's
+// would apply to the element f removes; leaving that element out (lower.Replaced), g's
 // operations are those it does on the other elements in Gatekeeper's run, in either order.
 func (f *footprint) prunedAround(g *footprint) bool {
 	_, isPrune := g.m.Op.(ir.PruneSet)
@@ -557,10 +558,10 @@ func (f *footprint) literalFor(g *ir.Mutation) map[string]any {
 	if len(f.m.Completions) == 0 {
 		return f.literal
 	}
-	lit := cel.CopyJSON(f.literal).(map[string]any)
+	lit := lower.CopyJSON(f.literal).(map[string]any)
 	for _, c := range f.m.Completions {
-		if when, err := cel.CompletionGuard(c.By.Match); c.By == g || err == nil && when == cel.True {
-			cel.SetPath(lit, c.Path, cel.CopyJSON(c.Value))
+		if when, err := lower.CompletionGuard(c.By.Match); c.By == g || err == nil && when == cel.True {
+			lower.SetPath(lit, c.Path, lower.CopyJSON(c.Value))
 		}
 	}
 	return lit
@@ -704,8 +705,8 @@ func (f *footprint) fixesImage(g *footprint) bool {
 	if !ok || !ok2 {
 		return false
 	}
-	c, ok := cel.ConstantImage(fo)
-	return ok && cel.RewriteImageString(c, gop) == c
+	c, ok := lower.ConstantImage(fo)
+	return ok && lower.RewriteImageString(c, gop) == c
 }
 
 // feeds says why g reads something f writes.
@@ -786,7 +787,7 @@ func (f *footprint) feeds(g *footprint) string {
 // append (orderedAppends).
 func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
 	if inOrder && f.unites(g) {
-		return "" // one expression computes both, in this order (cel.MergeUnion)
+		return "" // one expression computes both, in this order (lower.MergeUnion)
 	}
 	for _, w := range f.writes {
 		for _, w2 := range g.writes {
@@ -854,7 +855,7 @@ func (f *footprint) unites(g *footprint) bool {
 }
 
 // UnionKey is, for a ModifySet merge that can be computed with others in one expression
-// (cel.MergeUnion), what must be the same for them: its location and its path tests; else "".
+// (lower.MergeUnion), what must be the same for them: its location and its path tests; else "".
 // Merges with the same key, computed from one object in Gatekeeper's order, give what they give
 // one after the other: each value is added unless the list holds it or an earlier merge of the
 // union that applies adds it. Left out are merges without values (Gatekeeper sets an empty list
@@ -1195,7 +1196,7 @@ func (z *Fuser) SharedCreations(batch []*ir.Mutation) ([]Shared, map[*ir.Mutatio
 	key := ir.PathKey
 	first := map[string]*ir.Mutation{} // by UnionKey
 	for _, m := range batch {
-		// Merges into one list are computed as one (cel.MergeUnion): the first stands for all.
+		// Merges into one list are computed as one (lower.MergeUnion): the first stands for all.
 		if k := z.footprint(m).union; k != "" {
 			if first[k] != nil {
 				continue

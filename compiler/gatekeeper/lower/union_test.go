@@ -1,4 +1,4 @@
-package cel
+package lower
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -16,7 +17,7 @@ func TestMergeUnion(t *testing.T) {
 	f := func(n string) ir.Step { return ir.Step{Field: n} }
 	glob := ir.Step{List: true, KeyField: "name", Glob: true}
 	tol := func(k string) any { return map[string]any{"key": k, "operator": "Exists"} }
-	prod, gpu := Ident("prod"), Ident("gpu")
+	prod, gpu := cel.Ident("prod"), cel.Ident("gpu")
 	cases := []struct {
 		name  string
 		path  []ir.Step
@@ -26,12 +27,12 @@ func TestMergeUnion(t *testing.T) {
 	}{
 		{"unconditional, distinct",
 			[]ir.Step{f("spec"), f("tolerations")},
-			[]MergePart{{Values: []any{tol("a")}, When: True}, {Values: []any{tol("b"), tol("c")}, When: True}},
+			[]MergePart{{Values: []any{tol("a")}, When: cel.True}, {Values: []any{tol("b"), tol("c")}, When: cel.True}},
 			[]string{`dyn({"key": "a", "operator": "Exists"}), dyn({"key": "b", "operator": "Exists"}), dyn({"key": "c", "operator": "Exists"})`},
 			[]string{"optional"}},
 		{"a value an earlier merge always adds is left out",
 			[]ir.Step{f("spec"), f("tolerations")},
-			[]MergePart{{Values: []any{tol("a")}, When: True}, {Values: []any{tol("a"), tol("b")}, When: prod}},
+			[]MergePart{{Values: []any{tol("a")}, When: cel.True}, {Values: []any{tol("a"), tol("b")}, When: prod}},
 			[]string{`[[dyn({"key": "a", "operator": "Exists"}), ?prod ? optional.of(dyn({"key": "b", "operator": "Exists"})) : optional.none()]]`},
 			nil},
 		{"a value an earlier merge adds where it applies",
@@ -46,12 +47,12 @@ func TestMergeUnion(t *testing.T) {
 			nil},
 		{"scalars in every container",
 			[]ir.Step{f("spec"), f("containers"), glob, f("args")},
-			[]MergePart{{Values: []any{"-a"}, When: True}, {Values: []any{"-b", "-a"}, When: prod}},
+			[]MergePart{{Values: []any{"-a"}, When: cel.True}, {Values: []any{"-b", "-a"}, When: prod}},
 			[]string{`["-a", ?prod ? optional.of("-b") : optional.none()]`},
 			nil},
 	}
 	for _, v := range []string{"1.32", "1.34", "1.37"} {
-		env := NewEnv(version.MustParseGeneric(v))
+		env := cel.NewEnv(version.MustParseGeneric(v))
 		for _, c := range cases {
 			m := &ir.Mutation{Path: c.path, ExistsOK: make([]bool, len(c.path)), MissingOK: make([]bool, len(c.path)), Op: ir.MergeSet{Values: c.parts[0].Values}}
 			for i := range c.path {
@@ -81,7 +82,7 @@ func TestMergeUnion(t *testing.T) {
 			}
 			// The test's conditions stand for the match variables of a policy.
 			s := strings.NewReplacer("prod", "variables.prod", "gpu", "variables.gpu").Replace(printed)
-			check, err := env.WithVariables([]Variable{{Name: "prod", Expression: "true"}, {Name: "gpu", Expression: "false"}})
+			check, err := env.WithVariables([]cel.Variable{{Name: "prod", Expression: "true"}, {Name: "gpu", Expression: "false"}})
 			if err != nil {
 				t.Fatal(err)
 			}

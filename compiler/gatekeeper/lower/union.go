@@ -1,8 +1,9 @@
-package cel
+package lower
 
 import (
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -10,7 +11,7 @@ import (
 // condition under which it applies (its match and label selector).
 type MergePart struct {
 	Values []any
-	When   Expr
+	When   cel.Expr
 }
 
 // unionValues names the list of values a union adds, bound once (let) when used more than once.
@@ -30,64 +31,65 @@ const unionValues = "merged"
 // what one merge of those values does: it appends each of them the list does not hold, or sets
 // the list to them where it is missing, creating the missing nodes on the way as m does. shared
 // is JSONPatchAssuming's.
-func MergeUnion(m *ir.Mutation, parts []MergePart, f Features, shared int) (Expr, error) {
+func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (cel.Expr, error) {
 	var vals []any
-	var conds, whens []Expr
+	var conds, whens []cel.Expr
 	seen := map[string]bool{}
 	for i, p := range parts {
-		if k := String(p.When); !seen[k] {
+		if k := cel.String(p.When); !seen[k] {
 			seen[k] = true
 			whens = append(whens, p.When)
 		}
 		for _, v := range dedupe(p.Values) {
-			var before []Expr
+			var before []cel.Expr
 			for _, q := range parts[:i] {
 				if holds(q.Values, v) {
-					if String(q.When) == String(p.When) {
-						before = append(before, True) // it applies wherever this one does
+					if cel.String(q.When) == cel.String(p.When) {
+						before = append(before, cel.True) // it applies wherever this one does
 					} else {
 						before = append(before, q.When)
 					}
 				}
 			}
-			when := And(p.When, not(Or(before...)))
-			if when == False {
+			when := cel.And(p.When, not(cel.Or(before...)))
+			if when == cel.False {
 				continue // an earlier merge adds it wherever this one applies
 			}
 			vals, conds = append(vals, v), append(conds, when)
 		}
 	}
-	list := optList{elems: make([]Expr, len(vals)), opt: make([]bool, len(vals))}
-	mixed := !homogeneous(vals)
+	elems, opt := make([]cel.Expr, len(vals)), make([]bool, len(vals))
+	mixed := !cel.Homogeneous(vals)
 	for i, v := range vals {
-		e, err := Value(v)
+		e, err := cel.Value(v)
 		if err != nil {
 			return nil, err
 		}
 		if mixed {
-			e = Call("dyn", e)
+			e = cel.Call("dyn", e)
 		}
-		if conds[i] != True {
-			e = Cond(conds[i], Method(Ident("optional"), "of", e), Method(Ident("optional"), "none"))
-			list.opt[i] = true
+		if conds[i] != cel.True {
+			e = cel.Cond(conds[i], cel.Method(cel.Ident("optional"), "of", e), cel.Method(cel.Ident("optional"), "none"))
+			opt[i] = true
 		}
-		list.elems[i] = e
+		elems[i] = e
 	}
 	u := *m
 	u.Match.LabelSelector = nil
 	u.Op = ir.MergeSet{Values: vals}
 	u.Completions = nil
-	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, union: Ident(unionValues)}
-	ops, err := g.walk(0, Ident("object"), ptr{})
+	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, union: cel.Ident(unionValues)}
+	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
 	if err != nil {
 		return nil, err
 	}
-	if uses(ops, unionValues) > 1 {
-		ops = let(Ident(unionValues), list.plain(), ops)
+	list := cel.OptionalList(elems, opt)
+	if cel.Uses(ops, unionValues) > 1 {
+		ops = cel.Let(unionValues, list, ops)
 	} else {
-		ops = substitute(ops, unionValues, list.plain())
+		ops = cel.Substitute(ops, unionValues, list)
 	}
-	return condList(Or(whens...), ops, emptyList), nil
+	return cel.Guarded(cel.Or(whens...), ops), nil
 }
 
 // holds: is a value of vals equal to v (as Gatekeeper compares them)?
@@ -101,36 +103,23 @@ func holds(vals []any, v any) bool {
 }
 
 // not is !e, simplified for the literals.
-func not(e Expr) Expr {
+func not(e cel.Expr) cel.Expr {
 	switch e {
-	case True:
-		return False
-	case False:
-		return True
+	case cel.True:
+		return cel.False
+	case cel.False:
+		return cel.True
 	}
-	return Not(e)
-}
-
-// uses counts the references to the identifier name in e.
-func uses(e Expr, name string) int {
-	if id, ok := e.(ident); ok && id.name == name {
-		return 1
-	}
-	n := 0
-	eachChild(e, func(k Expr) bool {
-		n += uses(k, name)
-		return true
-	})
-	return n
+	return cel.Not(e)
 }
 
 // unionExisting is what the union does to the list child (at p) when it exists: one "add" of
 // each of its values the list does not hold, at the end, in order; or, as singleOpSet says, one
 // "replace" of the whole list.
-func (g *jpgen) unionExisting(child Expr, p ptr) Expr {
-	v := Ident("v")
+func (g *jpgen) unionExisting(child cel.Expr, p cel.Pointer) cel.Expr {
+	v := cel.Ident("v")
 	if g.singleOpSet() {
-		return List(patchOp("replace", p, Bin("+", child, Method(g.union, "filter", v, Not(Bin("in", v, child))))))
+		return cel.List(cel.PatchOp("replace", p, cel.Bin("+", child, cel.Method(g.union, "filter", v, cel.Not(cel.Bin("in", v, child))))))
 	}
-	return Method(g.union, "map", v, Not(Bin("in", v, child)), patchOp("add", p.child("-"), v))
+	return cel.Method(g.union, "map", v, cel.Not(cel.Bin("in", v, child)), cel.PatchOp("add", p.Child("-"), v))
 }

@@ -1,140 +1,22 @@
 package cel
 
-import (
-	"slices"
+import "slices"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
-)
-
-// AssumeNotNamespace is e for requests that are not for a Namespace: every test of "is this a
-// Namespace" (Gatekeeper's match treats Namespace objects apart: their own name and labels stand
-// for the namespace's) becomes false, and the conditions it decided are simplified away. The
-// compiler uses it for guards whose own kinds exclude Namespaces, which are either false for a
-// Namespace anyway or never evaluated for one.
-func AssumeNotNamespace(e Expr) Expr {
-	return rewrite(e, func(x binary) Expr {
-		if isNamespaceTest(x) {
-			return False
-		}
-		return nil
-	})
-}
-
-// isNamespaceTest: is x isNamespaceKind()'s test (request.kind.group == "" &&
-// request.kind.kind == "Namespace")? Matched on the tree: guards are rewritten for every mutator.
-func isNamespaceTest(x binary) bool {
-	if x.op != "&&" {
-		return false
-	}
-	eq := func(e Expr, name, value string) bool {
-		b, ok := e.(binary)
-		if !ok || b.op != "==" {
-			return false
-		}
-		f, ok := b.l.(field)
-		return ok && isRequestField(f, "kind", name) && isLit(b.r, quote(value))
-	}
-	return eq(x.l, "group", "") && eq(x.r, "kind", "Namespace")
-}
-
-// AssumeRequest is e for requests that match one of rules (a policy's resource rules, with
-// matchPolicy Exact): every test of the request's kind (group, version, kind) or operation that
-// has the same outcome for all of them becomes that constant, and the conditions it decided are
-// simplified away. Gatekeeper's match clauses restate what the policy's rules already select.
+// Fold is e with every binary operator node for which decide gives an expression (a constant,
+// true or false) replaced by it, and the constants that result folded: && and || decided by a
+// constant operand, ! of a constant, a conditional whose condition is constant. Callers use it
+// to simplify guards under what they know of the request (a policy's resource rules, say).
 //
-// For rules of namespaced kinds only (namespacedKinds), a test that the request's namespace is
-// empty is false: the API server always sends one for them.
-func AssumeRequest(e Expr, rules []ir.Rule) Expr {
-	if len(rules) == 0 {
-		return e
-	}
-	namespaced := namespacedOnly(rules)
-	return rewrite(e, func(x binary) Expr {
-		if namespaced && isEmptyNamespaceTest(x) {
-			return False
-		}
-		f, ok := x.l.(field)
-		if !ok || x.op != "==" && x.op != "in" {
-			return nil
-		}
-		var values []string // the literal, or the list's literals
-		switch r := x.r.(type) {
-		case lit:
-			if x.op != "==" {
-				return nil
-			}
-			values = []string{r.text}
-		case listExpr:
-			if x.op != "in" {
-				return nil
-			}
-			for _, el := range r.elems {
-				l, ok := el.(lit)
-				if !ok {
-					return nil
-				}
-				values = append(values, l.text)
-			}
-		default:
-			return nil
-		}
-		// of gives, for a rule, the quoted values the tested field may have.
-		var of func(ir.Rule) []string
-		switch {
-		case isRequestField(f, "kind", "group"):
-			of = func(r ir.Rule) []string { return []string{quote(r.Group)} }
-		case isRequestField(f, "kind", "version"):
-			of = func(r ir.Rule) []string { return []string{quote(r.Version)} }
-		case isRequestField(f, "kind", "kind"):
-			of = func(r ir.Rule) []string { return []string{quote(r.Kind)} }
-		case isRequestField(f, "operation"):
-			of = func(r ir.Rule) []string {
-				var q []string
-				for _, op := range r.Operations {
-					q = append(q, quote(op))
-				}
-				return q
-			}
-		default:
-			return nil
-		}
-		seenTrue, seenFalse := false, false
-		for _, r := range rules {
-			vs := of(r)
-			if len(vs) == 0 {
-				return nil
-			}
-			for _, v := range vs {
-				if slices.Contains(values, v) {
-					seenTrue = true
-				} else {
-					seenFalse = true
-				}
-			}
-		}
-		switch {
-		case seenTrue && !seenFalse:
-			return True
-		case seenFalse && !seenTrue:
-			return False
-		}
-		return nil
-	})
+// In a conjunction, a later conjunct's disjuncts that an earlier conjunct negates drop out
+// (absorb): l && (d || y) is l && y when l holds !d, for disjuncts that read nothing but the
+// request.
+func Fold(e Expr, decide func(Expr) Expr) Expr {
+	return rewrite(e, func(x binary) Expr { return decide(x) })
 }
 
-// isRequestField: is f request.<names...>?
-func isRequestField(f field, names ...string) bool {
-	var e Expr = f
-	for i := len(names) - 1; i >= 0; i-- {
-		x, ok := e.(field)
-		if !ok || x.name != names[i] {
-			return false
-		}
-		e = x.operand
-	}
-	id, ok := e.(ident)
-	return ok && id.name == "request"
-}
+// Terms lists the operands of a tree of op (&&, || or +), left to right: e itself when it is
+// not such a tree.
+func Terms(e Expr, op string) []Expr { return flatten(e, op) }
 
 func isLit(e Expr, text string) bool {
 	l, ok := e.(lit)

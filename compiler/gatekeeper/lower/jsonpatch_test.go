@@ -1,10 +1,11 @@
-package cel
+package lower
 
 import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -35,7 +36,7 @@ func TestJSONPatchTypeChecks(t *testing.T) {
 		{"nested globs", ir.Mutation{Path: []ir.Step{f("spec"), f("containers"), glob, f("ports"), glob, f("protocol")}, Op: ir.SetValue{Value: "TCP"}}},
 	}
 	for _, v := range []string{"1.32", "1.34", "1.37"} {
-		env := NewEnv(version.MustParseGeneric(v))
+		env := cel.NewEnv(version.MustParseGeneric(v))
 		for _, c := range cases {
 			m := c.m
 			n := len(m.Path)

@@ -1,4 +1,4 @@
-package cel
+package lower
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -30,7 +31,7 @@ func TestRewriteImageMatchesString(t *testing.T) {
 		if mask&4 != 0 {
 			op.Tag = ":v2"
 		}
-		src := String(RewriteImage(Ident("img"), op))
+		src := cel.String(RewriteImage(cel.Ident("img"), op))
 		ast, iss := env.Compile(src)
 		if iss.Err() != nil {
 			t.Fatalf("%+v: %s: %v", op, src, iss.Err())

@@ -1,24 +1,15 @@
-package cel
+package lower
 
 import (
 	"errors"
 	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
+	"sort"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
-
-// Features says which CEL functions the target API server offers.
-type Features struct {
-	// Flatten: lists.flatten() (ext.Lists v3; new expressions from Kubernetes 1.35).
-	Flatten bool
-	// TwoVar: two-variable comprehensions such as transformList (new expressions from 1.33).
-	TwoVar bool
-}
 
 // JSONPatch builds the expression of one JSONPatch mutation that does to the object exactly what
 // Gatekeeper's engine does for m in one pass: it walks m.Path the way Gatekeeper's mutateInternal
@@ -26,7 +17,7 @@ type Features struct {
 // globs never creating), and yields one patch operation per place Gatekeeper would write.
 // Guards that depend on the object (label selector) are part of the expression, so that the
 // result does not depend on when the API server runs the policy.
-func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
+func JSONPatch(m *ir.Mutation, f cel.Features) (cel.Expr, error) {
 	return JSONPatchAssuming(m, f, 0)
 }
 
@@ -34,7 +25,7 @@ func JSONPatch(m *ir.Mutation, f Features) (Expr, error) {
 // steps of its path: those nodes are created (empty) by PreCreate's operations, which run first
 // in the same patch, so a missing one is walked into as an empty object instead of being
 // created here with the mutation's subtree (which would overwrite what the others add).
-func JSONPatchAssuming(m *ir.Mutation, f Features, shared int) (Expr, error) {
+func JSONPatchAssuming(m *ir.Mutation, f cel.Features, shared int) (cel.Expr, error) {
 	return JSONPatchAround(m, f, shared, nil)
 }
 
@@ -44,33 +35,33 @@ func JSONPatchAssuming(m *ir.Mutation, f Features, shared int) (Expr, error) {
 type Replaced struct {
 	Depth              int
 	KeyField, KeyValue string
-	When               Expr
+	When               cel.Expr
 }
 
 // JSONPatchAround is JSONPatchAssuming for a mutation whose operations leave out the elements
 // in around: computed from the same object, they would apply to what the other mutation
 // removes (plan.Fuser.PrunedAround says when its result is then Gatekeeper's).
-func JSONPatchAround(m *ir.Mutation, f Features, shared int, around []Replaced) (Expr, error) {
+func JSONPatchAround(m *ir.Mutation, f cel.Features, shared int, around []Replaced) (cel.Expr, error) {
 	g := &jpgen{m: m, f: f, shared: shared, elem: -1, around: around}
 	for i, st := range m.Path {
 		if st.List {
 			g.elem = i
 		}
 	}
-	ops, err := g.walk(0, Ident("object"), ptr{})
+	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
 	if err != nil {
 		return nil, err
 	}
-	guard, err := LabelSelector(m.Match.LabelSelector, objectLabels())
+	guard, err := cel.LabelsMatch(m.Match.LabelSelector)
 	if err != nil {
 		return nil, err
 	}
-	return condList(guard, ops, emptyList), nil
+	return cel.Guarded(guard, ops), nil
 }
 
 type jpgen struct {
 	m      *ir.Mutation
-	f      Features
+	f      cel.Features
 	shared int
 	// elem is the index of the last list step (the element m's completions go into), created
 	// the element sim or a walk created there last (nil once completed took it).
@@ -79,102 +70,56 @@ type jpgen struct {
 	around  []Replaced
 	// union, when set, is the list of values a union of merges adds (MergeUnion), which the
 	// merge's operations use instead of its own values.
-	union Expr
+	union cel.Expr
 }
 
 // negate is !e, as a != for an ==.
-func negate(e Expr) Expr {
-	if b, ok := e.(binary); ok && b.op == "==" {
-		return binary{"!=", b.l, b.r}
+func negate(e cel.Expr) cel.Expr {
+	if op, l, r, ok := cel.AsBinary(e); ok && op == "==" {
+		return cel.Bin("!=", l, r)
 	}
-	return Not(e)
+	return cel.Not(e)
 }
 
 // replacedHere is the condition under which the element at index iv of the list cur (at depth
 // d) is one that another mutation replaces (false when none is).
-func (g *jpgen) replacedHere(d int, cur, iv Expr) Expr {
-	var any []Expr
+func (g *jpgen) replacedHere(d int, cur, iv cel.Expr) cel.Expr {
+	var any []cel.Expr
 	for _, r := range g.around {
 		if r.Depth != d {
 			continue
 		}
-		x, j := Ident(fmt.Sprintf("x%d", d)), Ident(fmt.Sprintf("j%d", d))
-		k := Str(r.KeyField)
-		match := And(Bin("in", k, x), Bin("==", Index(x, k), Str(r.KeyValue)))
+		x, j := cel.Ident(fmt.Sprintf("x%d", d)), cel.Ident(fmt.Sprintf("j%d", d))
+		k := cel.Str(r.KeyField)
+		match := cel.And(cel.Bin("in", k, x), cel.Bin("==", cel.Index(x, k), cel.Str(r.KeyValue)))
 		// The index of the first element with the key, -1 when there is none (KeyLists makes
 		// this an indexOf on the list's keys, computed once).
-		first := Cond(Method(cur, "exists", x, match), Index(Method(cur, "transformList", j, x, match, j), Int(0)), Int(-1))
-		any = append(any, And(r.When, Bin("==", iv, first)))
+		first := cel.Cond(cel.Method(cur, "exists", x, match), cel.Index(cel.Method(cur, "transformList", j, x, match, j), cel.Int(0)), cel.Int(-1))
+		any = append(any, cel.And(r.When, cel.Bin("==", iv, first)))
 	}
-	return Or(any...)
+	return cel.Or(any...)
 }
 
-var emptyList = List()
+var emptyList = cel.List()
 
 // errElementNeedsAssign: only an Assign (of an object with the key) can end at a list element;
 // Gatekeeper's validation refuses anything else before mapc compiles it.
 var errElementNeedsAssign = errors.New("a location ending in a list element needs an Assign of an object with the key")
-
-// IsEmpty reports whether e is the empty list literal: a mutation whose expression is [] never
-// writes anything (and [] alone does not type-check as list(JSONPatch)).
-func IsEmpty(e Expr) bool { return isEmpty(e) }
-
-func isEmpty(e Expr) bool {
-	l, ok := e.(listExpr)
-	return ok && len(l.elems) == 0
-}
-
-// condList is c ? t : f, simplified when the branches are equal or c is constant.
-func condList(c, t, f Expr) Expr {
-	switch {
-	case c == True:
-		return t
-	case c == False:
-		return f
-	case reflect.DeepEqual(t, f):
-		return t
-	}
-	return Cond(c, t, f)
-}
-
-func patchOp(op string, p ptr, value Expr) Expr {
-	fields := []string{"op", "path"}
-	vals := []Expr{Str(op), p.expr()}
-	if value != nil {
-		fields = append(fields, "value")
-		vals = append(vals, value)
-	}
-	return Object("JSONPatch", fields, vals)
-}
-
-// preOp adds an empty object at p, marked as a shared creation.
-func preOp(p ptr) Expr { return preOpOf(p, false) }
-
-// preOpOf is preOp, creating an empty list when list is set.
-func preOpOf(p ptr, list bool) Expr {
-	var v Expr = Map(nil, nil)
-	if list {
-		v = List()
-	}
-	o := patchOp("add", p, v).(object)
-	o.pre = true
-	return o
-}
 
 func (g *jpgen) last(d int) bool { return d == len(g.m.Path)-1 }
 
 // walk returns the list(JSONPatch) expression for the path from depth d on, where cur is the
 // value Gatekeeper's mutateInternal receives at depth d (the map holding Path[d].Field, or the
 // list Path[d] selects from) and p is its JSON pointer.
-func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
+func (g *jpgen) walk(d int, cur cel.Expr, p cel.Pointer) (cel.Expr, error) {
 	st := g.m.Path[d]
 	existsOK, missingOK := g.m.ExistsOK[d], g.m.MissingOK[d]
 	if !st.List {
-		key := Str(st.Field)
-		child := Index(cur, key)
-		cp := p.child(st.Field)
+		key := cel.Str(st.Field)
+		child := cel.Index(cur, key)
+		cp := p.Child(st.Field)
 		has := present(key, cur)
-		var whenExists, whenMissing Expr = emptyList, emptyList
+		var whenExists, whenMissing cel.Expr = emptyList, emptyList
 		var err error
 		if g.last(d) {
 			if existsOK {
@@ -199,14 +144,14 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 				if err != nil {
 					return nil, err
 				}
-				return List(patchOp("add", cp, v)), nil
+				return cel.List(cel.PatchOp("add", cp, v)), nil
 			}
 			if op, ok := g.m.Op.(ir.RewriteImage); ok && existsOK && missingOK {
 				if c, ok := ConstantImage(op); ok {
-					return List(patchOp("add", cp, Str(c))), nil // the same
+					return cel.List(cel.PatchOp("add", cp, cel.Str(c))), nil // the same
 				}
 			}
-			return condList(has, whenExists, whenMissing), nil
+			return cel.CondList(has, whenExists, whenMissing), nil
 		}
 		if existsOK {
 			if whenExists, err = g.walk(d+1, child, cp); err != nil {
@@ -226,12 +171,12 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 				return nil, err
 			}
 			if mut {
-				if whenMissing, err = g.completed(func() (Expr, error) { return g.addValue(cp, v) }); err != nil {
+				if whenMissing, err = g.completed(func() (cel.Expr, error) { return g.addValue(cp, v) }); err != nil {
 					return nil, err
 				}
 			}
 		}
-		return condList(has, whenExists, whenMissing), nil
+		return cel.CondList(has, whenExists, whenMissing), nil
 	}
 
 	// A list step: cur is the list.
@@ -239,14 +184,14 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		return nil, fmt.Errorf("the location selects list elements, which needs two-variable comprehensions (transformList): the API server accepts them in new expressions from Kubernetes 1.33 (use --kubernetes-version 1.33 or later)")
 	}
 	iv, ev := fmt.Sprintf("i%d", d), fmt.Sprintf("e%d", d)
-	elem := Ident(ev)
-	ep := p.index(Ident(iv))
-	var match Expr
+	elem := cel.Ident(ev)
+	ep := p.Index(cel.Ident(iv))
+	var match cel.Expr
 	if !st.Glob {
-		k := Str(st.KeyField)
-		match = And(Bin("in", k, elem), Bin("==", Index(elem, k), Str(st.KeyValue)))
+		k := cel.Str(st.KeyField)
+		match = cel.And(cel.Bin("in", k, elem), cel.Bin("==", cel.Index(elem, k), cel.Str(st.KeyValue)))
 	}
-	replaced := g.replacedHere(d, cur, Ident(iv))
+	replaced := g.replacedHere(d, cur, cel.Ident(iv))
 	if g.last(d) {
 		// Assign of a whole element to a keyed list: replace the first element with the key,
 		// or append.
@@ -254,16 +199,16 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 		if !ok || st.Glob {
 			return nil, errElementNeedsAssign
 		}
-		ops := func(v Expr) Expr {
-			var whenExists, whenMissing Expr = emptyList, emptyList
+		ops := func(v cel.Expr) cel.Expr {
+			var whenExists, whenMissing cel.Expr = emptyList, emptyList
 			if existsOK {
-				first := Index(Method(cur, "transformList", Ident(iv), Ident(ev), match, Ident(iv)), Int(0))
-				whenExists = List(patchOp("replace", p.index(first), v))
+				first := cel.Index(cel.Method(cur, "transformList", cel.Ident(iv), cel.Ident(ev), match, cel.Ident(iv)), cel.Int(0))
+				whenExists = cel.List(cel.PatchOp("replace", p.Index(first), v))
 			}
 			if missingOK {
-				whenMissing = List(patchOp("add", p.child("-"), v))
+				whenMissing = cel.List(cel.PatchOp("add", p.Child("-"), v))
 			}
-			return condList(Method(cur, "exists", Ident(ev), match), whenExists, whenMissing)
+			return cel.CondList(cel.Method(cur, "exists", cel.Ident(ev), match), whenExists, whenMissing)
 		}
 		return g.wholeElement(sv, ops)
 	}
@@ -274,17 +219,17 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	var each Expr = emptyList
-	if existsOK && !isEmpty(inner) && replaced != False {
+	var each cel.Expr = emptyList
+	if existsOK && !cel.IsEmpty(inner) && replaced != cel.False {
 		// Leave out the elements another mutation replaces. With at most one operation per
 		// element, its condition is tested first: the replaced element is looked for only
 		// where there is something to do.
-		if c, op, ok := singleOp(Compact(inner)); ok {
-			each = Method(cur, "transformList", Ident(iv), Ident(ev), And(match, c, negate(replaced)), op)
-		} else if each, err = g.forEach(d, cur, And(match, negate(replaced)), inner); err != nil {
+		if c, op, ok := cel.SingleOp(cel.Compact(inner)); ok {
+			each = cel.Method(cur, "transformList", cel.Ident(iv), cel.Ident(ev), cel.And(match, c, negate(replaced)), op)
+		} else if each, err = g.forEach(d, cur, cel.And(match, negate(replaced)), inner); err != nil {
 			return nil, err
 		}
-	} else if existsOK && !isEmpty(inner) {
+	} else if existsOK && !cel.IsEmpty(inner) {
 		if each, err = g.forEach(d, cur, match, inner); err != nil {
 			return nil, err
 		}
@@ -292,7 +237,7 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 	if st.Glob {
 		return each, nil
 	}
-	var whenMissing Expr = emptyList
+	var whenMissing cel.Expr = emptyList
 	if missingOK {
 		next := g.fresh(d)
 		g.created = nil
@@ -304,17 +249,17 @@ func (g *jpgen) walk(d int, cur Expr, p ptr) (Expr, error) {
 			g.created = next.(map[string]any)
 		}
 		if mut {
-			if whenMissing, err = g.completed(func() (Expr, error) { return g.addValue(p.child("-"), next) }); err != nil {
+			if whenMissing, err = g.completed(func() (cel.Expr, error) { return g.addValue(p.Child("-"), next) }); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return condList(Method(cur, "exists", Ident(ev), match), each, whenMissing), nil
+	return cel.CondList(cel.Method(cur, "exists", cel.Ident(ev), match), each, whenMissing), nil
 }
 
 // intoEmpty is the operations for the path from depth k on, walked in an empty object at p that
 // PreCreate made (everything below it is missing, so this is static).
-func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
+func (g *jpgen) intoEmpty(k int, p cel.Pointer) (cel.Expr, error) {
 	st := g.m.Path[k]
 	if st.List && !st.Glob && g.m.MissingOK[k] {
 		// A keyed list PreCreate made (empty): the element is appended, as in walk.
@@ -323,7 +268,7 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 			if !ok {
 				return nil, errElementNeedsAssign
 			}
-			return g.wholeElement(sv, func(v Expr) Expr { return List(patchOp("add", p.child("-"), v)) })
+			return g.wholeElement(sv, func(v cel.Expr) cel.Expr { return cel.List(cel.PatchOp("add", p.Child("-"), v)) })
 		}
 		next := g.fresh(k)
 		g.created = nil
@@ -334,12 +279,12 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 		if k == g.elem {
 			g.created = next.(map[string]any)
 		}
-		return g.completed(func() (Expr, error) { return g.addValue(p.child("-"), next) })
+		return g.completed(func() (cel.Expr, error) { return g.addValue(p.Child("-"), next) })
 	}
 	if st.List || !g.m.MissingOK[k] {
 		return emptyList, nil
 	}
-	cp := p.child(st.Field)
+	cp := p.Child(st.Field)
 	if g.last(k) {
 		v, ok, err := g.leafMissing()
 		if err != nil || !ok {
@@ -355,12 +300,12 @@ func (g *jpgen) intoEmpty(k int, p ptr) (Expr, error) {
 	if err != nil || !mut {
 		return emptyList, err
 	}
-	return g.completed(func() (Expr, error) { return g.addValue(cp, v) })
+	return g.completed(func() (cel.Expr, error) { return g.addValue(cp, v) })
 }
 
 // wholeElement is ops(v) for the element a whole-element Assign writes, v holding it with its
 // completions (ir.Completion: what mutations sorted after it set in it, in the same pass).
-func (g *jpgen) wholeElement(sv ir.SetValue, ops func(v Expr) Expr) (Expr, error) {
+func (g *jpgen) wholeElement(sv ir.SetValue, ops func(v cel.Expr) cel.Expr) (cel.Expr, error) {
 	lit, ok := sv.Value.(map[string]any)
 	if !ok || len(g.m.Completions) == 0 {
 		v, err := g.setValueExpr(sv)
@@ -371,8 +316,8 @@ func (g *jpgen) wholeElement(sv ir.SetValue, ops func(v Expr) Expr) (Expr, error
 	}
 	elem := CopyJSON(lit).(map[string]any)
 	g.created = elem
-	return g.completed(func() (Expr, error) {
-		v, err := Value(elem)
+	return g.completed(func() (cel.Expr, error) {
+		v, err := cel.Value(elem)
 		if err != nil {
 			return nil, err
 		}
@@ -384,14 +329,14 @@ func (g *jpgen) wholeElement(sv ir.SetValue, ops func(v Expr) Expr) (Expr, error
 // taken), with its completions (ir.Completion) set in the element: those whose By matches every
 // request the mutation's kinds do at once, the others each under the condition of By's match
 // (two variants per such completion).
-func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
+func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 	elem := g.created
 	g.created = nil
 	if elem == nil || len(g.m.Completions) == 0 {
 		return emit()
 	}
 	base := CopyJSON(elem).(map[string]any)
-	var conds []Expr
+	var conds []cel.Expr
 	var cs []ir.Completion
 	for _, c := range g.m.Completions {
 		when, err := CompletionGuard(c.By.Match)
@@ -402,7 +347,7 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 			// These operations run only for the mutation's own kinds.
 			when = AssumeNotNamespace(when)
 		}
-		if when == True {
+		if when == cel.True {
 			SetPath(base, c.Path, CopyJSON(c.Value))
 		} else {
 			conds, cs = append(conds, when), append(cs, c)
@@ -423,8 +368,8 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 	terms := make([]map[string]bool, len(conds))
 	for i, c := range conds {
 		terms[i] = map[string]bool{}
-		for _, t := range flatten(c, "&&") {
-			terms[i][String(t)] = true
+		for _, t := range cel.Terms(c, "&&") {
+			terms[i][cel.String(t)] = true
 		}
 	}
 	within := func(a, b map[string]bool) bool { // every conjunct of a is one of b
@@ -436,13 +381,13 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 		return true
 	}
 	known := make([]int, len(conds))
-	var build func(i int, with []ir.Completion) (Expr, error)
-	build = func(i int, with []ir.Completion) (Expr, error) {
+	var build func(i int, with []ir.Completion) (cel.Expr, error)
+	build = func(i int, with []ir.Completion) (cel.Expr, error) {
 		if i == len(conds) {
 			reset(with)
 			return emit()
 		}
-		branch := func(holds bool) (Expr, error) {
+		branch := func(holds bool) (cel.Expr, error) {
 			saved := append([]int(nil), known...)
 			defer copy(known, saved)
 			for j := i + 1; j < len(conds); j++ {
@@ -473,7 +418,7 @@ func (g *jpgen) completed(emit func() (Expr, error)) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return condList(conds[i], t, f), nil
+		return cel.CondList(conds[i], t, f), nil
 	}
 	return build(0, nil)
 }
@@ -493,23 +438,23 @@ func SetPath(m map[string]any, path []string, v any) {
 
 // forEach concatenates inner (a list(JSONPatch) over i<d>, e<d>) over the elements of cur that
 // match (all when match is nil).
-func (g *jpgen) forEach(d int, cur, match, inner Expr) (Expr, error) {
-	iv, ev := Ident(fmt.Sprintf("i%d", d)), Ident(fmt.Sprintf("e%d", d))
-	var lists Expr
+func (g *jpgen) forEach(d int, cur, match, inner cel.Expr) (cel.Expr, error) {
+	iv, ev := cel.Ident(fmt.Sprintf("i%d", d)), cel.Ident(fmt.Sprintf("e%d", d))
+	var lists cel.Expr
 	if match == nil {
-		lists = Method(cur, "transformList", iv, ev, inner)
+		lists = cel.Method(cur, "transformList", iv, ev, inner)
 	} else {
-		lists = Method(cur, "transformList", iv, ev, match, inner)
+		lists = cel.Method(cur, "transformList", iv, ev, match, inner)
 	}
 	if g.f.Flatten {
-		return Method(lists, "flatten"), nil
+		return cel.Method(lists, "flatten"), nil
 	}
 	if g.multi(d + 1) {
 		return nil, fmt.Errorf("the location selects list elements and yields several operations for each (list elements inside list elements, or a ModifySet); that needs lists.flatten(), which the API server accepts in new expressions from Kubernetes 1.35 (use --kubernetes-version 1.35 or later)")
 	}
 	// Each element yields at most one operation.
-	l := Ident(fmt.Sprintf("l%d", d))
-	return Method(Method(lists, "filter", l, Bin(">", Call("size", l), Int(0))), "map", l, Index(l, Int(0))), nil
+	l := cel.Ident(fmt.Sprintf("l%d", d))
+	return cel.Method(cel.Method(lists, "filter", l, cel.Bin(">", cel.Call("size", l), cel.Int(0))), "map", l, cel.Index(l, cel.Int(0))), nil
 }
 
 // singleOpSet: without lists.flatten, a ModifySet whose values are all scalars replaces the whole
@@ -574,7 +519,7 @@ func (g *jpgen) fresh(d int) any {
 }
 
 // leaf is a value that is only known when the policy runs.
-type leaf struct{ e Expr }
+type leaf struct{ e cel.Expr }
 
 // sim runs Gatekeeper's mutateInternal from depth d on a freshly created value, at compile time:
 // it returns whether Gatekeeper would persist the creation and the value it builds.
@@ -651,26 +596,26 @@ func (g *jpgen) sim(d int, cur any) (bool, any, error) {
 }
 
 // leafExisting is the operation list at the end of the path when the field exists.
-func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
+func (g *jpgen) leafExisting(child cel.Expr, p cel.Pointer) (cel.Expr, error) {
 	switch op := g.m.Op.(type) {
 	case ir.SetValue:
 		v, err := g.setValueExpr(op)
 		if err != nil {
 			return nil, err
 		}
-		return List(patchOp("replace", p, v)), nil
+		return cel.List(cel.PatchOp("replace", p, v)), nil
 	case ir.MergeSet:
 		if g.union != nil {
 			return g.unionExisting(child, p), nil
 		}
 		if g.singleOpSet() {
 			// One "replace" of the whole list (a list of scalars marshals fine).
-			vals, err := Value(dedupe(op.Values))
+			vals, err := cel.Value(dedupe(op.Values))
 			if err != nil {
 				return nil, err
 			}
-			v := Ident("v")
-			return List(patchOp("replace", p, Bin("+", child, Method(vals, "filter", v, Not(Bin("in", v, child)))))), nil
+			v := cel.Ident("v")
+			return cel.List(cel.PatchOp("replace", p, cel.Bin("+", child, cel.Method(vals, "filter", v, cel.Not(cel.Bin("in", v, child)))))), nil
 		}
 		// One "add" per value not yet in the list, at its end, in order. The values are literals:
 		// the list itself is never copied into a patch value (the API server may hand CEL its
@@ -678,56 +623,56 @@ func (g *jpgen) leafExisting(child Expr, p ptr) (Expr, error) {
 		// own, (v in list) ? [] : [add v], rather than by filtering the values and mapping them to
 		// operations: two comprehensions cost the API server's cost model about 70 for one value,
 		// a test about 13 (and compaction joins the tests into one list of optional elements).
-		var parts []Expr
+		var parts []cel.Expr
 		for _, u := range dedupe(op.Values) {
-			val, err := Value(u)
+			val, err := cel.Value(u)
 			if err != nil {
 				return nil, err
 			}
-			parts = append(parts, Cond(Bin("in", val, child), List(), List(patchOp("add", p.child("-"), val))))
+			parts = append(parts, cel.Cond(cel.Bin("in", val, child), cel.List(), cel.List(cel.PatchOp("add", p.Child("-"), val))))
 		}
 		if len(parts) == 0 {
-			return List(), nil
+			return cel.List(), nil
 		}
 		out := parts[0]
 		for _, x := range parts[1:] {
-			out = Bin("+", out, x)
+			out = cel.Bin("+", out, x)
 		}
 		return out, nil
 	case ir.PruneSet:
 		if g.singleOpSet() {
-			v := Ident("v")
+			v := cel.Ident("v")
 			if one := dedupe(op.Values); len(one) == 1 {
 				// One value: a membership test and a comparison, where a list literal would be
 				// built for each element (10 each in the cost model).
-				val, err := Value(one[0])
+				val, err := cel.Value(one[0])
 				if err != nil {
 					return nil, err
 				}
-				return Cond(Bin("in", val, child),
-					List(patchOp("replace", p, Method(child, "filter", v, Bin("!=", v, val)))), List()), nil
+				return cel.Cond(cel.Bin("in", val, child),
+					cel.List(cel.PatchOp("replace", p, cel.Method(child, "filter", v, cel.Bin("!=", v, val)))), cel.List()), nil
 			}
-			vals, err := Value(op.Values)
+			vals, err := cel.Value(op.Values)
 			if err != nil {
 				return nil, err
 			}
-			return Cond(Method(child, "exists", v, Bin("in", v, vals)),
-				List(patchOp("replace", p, Method(child, "filter", v, Not(Bin("in", v, vals))))), List()), nil
+			return cel.Cond(cel.Method(child, "exists", v, cel.Bin("in", v, vals)),
+				cel.List(cel.PatchOp("replace", p, cel.Method(child, "filter", v, cel.Not(cel.Bin("in", v, vals))))), cel.List()), nil
 		}
 		if !g.f.TwoVar {
 			return nil, fmt.Errorf("a prune removes elements by index, which needs two-variable comprehensions (transformList): the API server accepts them in new expressions from Kubernetes 1.33 (use --kubernetes-version 1.33 or later)")
 		}
 		// Remove every element equal to a value, by index; each removal shifts the later indices
 		// down by one, so the k-th removal (in ascending order) is at index i - k.
-		vals, err := Value(op.Values)
+		vals, err := cel.Value(op.Values)
 		if err != nil {
 			return nil, err
 		}
-		i, e, k := Ident("pi"), Ident("pe"), Ident("pk")
-		idx := Method(child, "transformList", i, e, Bin("in", e, vals), i)
-		return Method(idx, "transformList", k, i, patchOp("remove", p.index(Bin("-", i, k)), nil)), nil
+		i, e, k := cel.Ident("pi"), cel.Ident("pe"), cel.Ident("pk")
+		idx := cel.Method(child, "transformList", i, e, cel.Bin("in", e, vals), i)
+		return cel.Method(idx, "transformList", k, i, cel.PatchOp("remove", p.Index(cel.Bin("-", i, k)), nil)), nil
 	case ir.RewriteImage:
-		return List(patchOp("replace", p, RewriteImage(child, op))), nil
+		return cel.List(cel.PatchOp("replace", p, RewriteImage(child, op))), nil
 	}
 	return nil, fmt.Errorf("unknown operation %T", g.m.Op)
 }
@@ -755,60 +700,60 @@ func (g *jpgen) leafMissing() (any, bool, error) {
 	return nil, false, fmt.Errorf("unknown operation %T", g.m.Op)
 }
 
-func (g *jpgen) setValueExpr(sv ir.SetValue) (Expr, error) {
+func (g *jpgen) setValueExpr(sv ir.SetValue) (cel.Expr, error) {
 	switch sv.FromMetadata {
 	case "":
-		return Value(sv.Value)
+		return cel.Value(sv.Value)
 	case "name":
-		return Cond(Bin("in", Str("name"), Field(Ident("object"), "metadata")), Field(Field(Ident("object"), "metadata"), "name"), Str("")), nil
+		return cel.Cond(cel.Bin("in", cel.Str("name"), cel.Field(cel.Ident("object"), "metadata")), cel.Field(cel.Field(cel.Ident("object"), "metadata"), "name"), cel.Str("")), nil
 	case "namespace":
 		// Gatekeeper's webhook uses the request's namespace, cleared for Namespace objects.
-		return Cond(isNamespaceKind(), Str(""), requestNamespace()), nil
+		return cel.Cond(isNamespaceKind(), cel.Str(""), requestNamespace()), nil
 	}
 	return nil, fmt.Errorf("fromMetadata field %q is not name or namespace", sv.FromMetadata)
 }
 
-func (g *jpgen) addValue(p ptr, v any) (Expr, error) {
+func (g *jpgen) addValue(p cel.Pointer, v any) (cel.Expr, error) {
 	e, err := valueWithLeaves(v)
 	if err != nil {
 		return nil, err
 	}
-	return List(patchOp("add", p, e)), nil
+	return cel.List(cel.PatchOp("add", p, e)), nil
 }
 
 // valueWithLeaves is Value for trees that may hold leaves known only at run time.
-func valueWithLeaves(v any) (Expr, error) {
+func valueWithLeaves(v any) (cel.Expr, error) {
 	if !hasLeaf(v) {
-		return Value(v)
+		return cel.Value(v)
 	}
 	switch x := v.(type) {
 	case leaf:
 		return x.e, nil
 	case []any:
-		elems := make([]Expr, len(x))
+		elems := make([]cel.Expr, len(x))
 		for i, e := range x {
 			ee, err := valueWithLeaves(e)
 			if err != nil {
 				return nil, err
 			}
-			elems[i] = Call("dyn", ee)
+			elems[i] = cel.Call("dyn", ee)
 		}
-		return List(elems...), nil
+		return cel.List(elems...), nil
 	case map[string]any:
 		keys := sortedKeys(x)
-		ks := make([]Expr, len(keys))
-		vs := make([]Expr, len(keys))
+		ks := make([]cel.Expr, len(keys))
+		vs := make([]cel.Expr, len(keys))
 		for i, k := range keys {
-			ks[i] = Str(k)
+			ks[i] = cel.Str(k)
 			ve, err := valueWithLeaves(x[k])
 			if err != nil {
 				return nil, err
 			}
-			vs[i] = Call("dyn", ve)
+			vs[i] = cel.Call("dyn", ve)
 		}
-		return Map(ks, vs), nil
+		return cel.Map(ks, vs), nil
 	}
-	return Value(v)
+	return cel.Value(v)
 }
 
 func hasLeaf(v any) bool {
@@ -866,60 +811,9 @@ func CopyJSON(v any) any {
 	return v
 }
 
-func isNamespaceKind() Expr {
-	k := Field(Ident("request"), "kind")
-	return And(Bin("==", Field(k, "group"), Str("")), Bin("==", Field(k, "kind"), Str("Namespace")))
-}
-
-// ptr is a JSON pointer built from static segments and run-time list indices.
-type ptr struct{ parts []Expr }
-
-func (p ptr) child(seg string) ptr {
-	return p.appendStatic("/" + escapePointer(seg))
-}
-
-func (p ptr) index(i Expr) ptr {
-	q := p.appendStatic("/")
-	return ptr{append(append([]Expr(nil), q.parts...), Call("string", i))}
-}
-
-func (p ptr) appendStatic(s string) ptr {
-	parts := append([]Expr(nil), p.parts...)
-	if n := len(parts); n > 0 {
-		if l, ok := parts[n-1].(strLit); ok {
-			parts[n-1] = strLit{l.s + s}
-			return ptr{parts}
-		}
-	}
-	return ptr{append(parts, strLit{s})}
-}
-
-func (p ptr) expr() Expr {
-	var out Expr
-	for _, part := range p.parts {
-		e := part
-		if l, ok := part.(strLit); ok {
-			e = Str(l.s)
-		}
-		if out == nil {
-			out = e
-		} else {
-			out = Bin("+", out, e)
-		}
-	}
-	if out == nil {
-		return Str("")
-	}
-	return out
-}
-
-// strLit is a static pointer piece, kept unquoted so that neighbours can be merged.
-type strLit struct{ s string }
-
-func (s strLit) write(b *writer) { b.literal(strconv.Quote(s.s)) }
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+func isNamespaceKind() cel.Expr {
+	k := cel.Field(cel.Ident("request"), "kind")
+	return cel.And(cel.Bin("==", cel.Field(k, "group"), cel.Str("")), cel.Bin("==", cel.Field(k, "kind"), cel.Str("Namespace")))
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -927,7 +821,7 @@ func sortedKeys(m map[string]any) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	sort.Strings(keys)
 	return keys
 }
 
@@ -936,28 +830,28 @@ func sortedKeys(m map[string]any) []string {
 // and When is true when at least one of those mutations applies to the request.
 type SharedNode struct {
 	Path []ir.Step
-	When Expr
+	When cel.Expr
 	// List: the node is a list (keyed elements several mutations may append), created empty.
 	List bool
 }
 
 // PreCreate is the list(JSONPatch) that creates every missing shared node as an empty object,
 // parents first, for every list element the path selects, when the node's When holds.
-func PreCreate(nodes []SharedNode, f Features) (Expr, error) {
-	var out Expr
+func PreCreate(nodes []SharedNode, f cel.Features) (cel.Expr, error) {
+	var out cel.Expr
 	for _, n := range nodes {
-		ops, err := preCreate(n, 0, Ident("object"), ptr{}, f)
+		ops, err := preCreate(n, 0, cel.Ident("object"), cel.Pointer{}, f)
 		if err != nil {
 			return nil, err
 		}
-		ops = condList(n.When, ops, emptyList)
-		if isEmpty(ops) {
+		ops = cel.CondList(n.When, ops, emptyList)
+		if cel.IsEmpty(ops) {
 			continue
 		}
 		if out == nil {
 			out = ops
 		} else {
-			out = Bin("+", out, ops)
+			out = cel.Bin("+", out, ops)
 		}
 	}
 	if out == nil {
@@ -966,23 +860,23 @@ func PreCreate(nodes []SharedNode, f Features) (Expr, error) {
 	return out, nil
 }
 
-func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
+func preCreate(n SharedNode, d int, cur cel.Expr, p cel.Pointer, f cel.Features) (cel.Expr, error) {
 	st := n.Path[d]
 	if !st.List {
-		key := Str(st.Field)
+		key := cel.Str(st.Field)
 		has := present(key, cur)
-		cp := p.child(st.Field)
+		cp := p.Child(st.Field)
 		if d == len(n.Path)-1 {
-			return condList(has, emptyList, List(preOpOf(cp, n.List))), nil
+			return cel.CondList(has, emptyList, cel.List(cel.SharedCreation(cp, n.List))), nil
 		}
-		inner, err := preCreate(n, d+1, Index(cur, key), cp, f)
+		inner, err := preCreate(n, d+1, cel.Index(cur, key), cp, f)
 		if err != nil {
 			return nil, err
 		}
 		// A missing ancestor is itself a shared node (the mutations that create this node create
 		// their ancestors too), created empty by an earlier operation whenever this node's When
 		// holds: create this node below it. List steps below a missing node select nothing.
-		var whenMissing Expr = emptyList
+		var whenMissing cel.Expr = emptyList
 		q := cp
 		objectsOnly := true
 		for k := d + 1; k < len(n.Path); k++ {
@@ -990,35 +884,35 @@ func preCreate(n SharedNode, d int, cur Expr, p ptr, f Features) (Expr, error) {
 				objectsOnly = false
 				break
 			}
-			q = q.child(n.Path[k].Field)
+			q = q.Child(n.Path[k].Field)
 		}
 		if objectsOnly {
-			whenMissing = List(preOpOf(q, n.List))
+			whenMissing = cel.List(cel.SharedCreation(q, n.List))
 		}
-		return condList(has, inner, whenMissing), nil
+		return cel.CondList(has, inner, whenMissing), nil
 	}
 	if d == len(n.Path)-1 {
 		return nil, fmt.Errorf("a shared node cannot be a list element")
 	}
-	iv, ev := Ident(fmt.Sprintf("i%d", d)), Ident(fmt.Sprintf("e%d", d))
-	inner, err := preCreate(n, d+1, ev, p.index(iv), f)
+	iv, ev := cel.Ident(fmt.Sprintf("i%d", d)), cel.Ident(fmt.Sprintf("e%d", d))
+	inner, err := preCreate(n, d+1, ev, p.Index(iv), f)
 	if err != nil {
 		return nil, err
 	}
-	if isEmpty(inner) {
+	if cel.IsEmpty(inner) {
 		return emptyList, nil
 	}
-	var lists Expr
+	var lists cel.Expr
 	if st.Glob {
-		lists = Method(cur, "transformList", iv, ev, inner)
+		lists = cel.Method(cur, "transformList", iv, ev, inner)
 	} else {
-		k := Str(st.KeyField)
-		lists = Method(cur, "transformList", iv, ev, And(Bin("in", k, ev), Bin("==", Index(ev, k), Str(st.KeyValue))), inner)
+		k := cel.Str(st.KeyField)
+		lists = cel.Method(cur, "transformList", iv, ev, cel.And(cel.Bin("in", k, ev), cel.Bin("==", cel.Index(ev, k), cel.Str(st.KeyValue))), inner)
 	}
 	if !f.Flatten {
 		return nil, fmt.Errorf("these mutations must be computed in one expression, and creating the node they share inside each list element needs lists.flatten(), which the API server accepts in new expressions from Kubernetes 1.35: compile with --kubernetes-version 1.35 or later")
 	}
-	return Method(lists, "flatten"), nil
+	return cel.Method(lists, "flatten"), nil
 }
 
 // PathExpr is the CEL value at path when every step on it exists (for guards).
@@ -1030,6 +924,6 @@ var _ = PreCreate
 // Written cur[?key].orValue(null) != null: one lookup of cur and key instead of two (`key in cur
 // && cur[key] != null`), which costs the API server's cost model 3 instead of 5, and 5 instead of 9
 // two levels down.
-func present(key, cur Expr) Expr {
-	return Bin("!=", Method(OptIndex(cur, key), "orValue", Null()), Null())
+func present(key, cur cel.Expr) cel.Expr {
+	return cel.Bin("!=", cel.Method(cel.OptIndex(cur, key), "orValue", cel.Null()), cel.Null())
 }

@@ -1,8 +1,9 @@
-package cel
+package lower
 
 import (
 	"strings"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
@@ -17,56 +18,42 @@ import (
 // regular expression match by the product of the lengths, a search by length), and evaluates each
 // part once by binding it as the one element of a list mapped over (the environment has no
 // cel.bind); only the parts the mutator keeps are computed.
-func RewriteImage(img Expr, op ir.RewriteImage) Expr {
+func RewriteImage(img cel.Expr, op ir.RewriteImage) cel.Expr {
 	if op.Domain != "" && op.Path != "" && op.Tag != "" {
-		return Str(op.Domain + "/" + op.Path + op.Tag)
+		return cel.Str(op.Domain + "/" + op.Path + op.Tag)
 	}
 	// slash: the index of the first "/"; rest: the reference after the first segment when that
 	// is a domain (contains "." or ":", or is "localhost"), else all of it; the domain is what
 	// comes before rest; endOf: where the tag starts in rest (the first ":" or "@"), else its length.
-	slash, rest := Ident("img_slash"), Ident("img_rest")
-	first := Method(img, "substring", Int(0), slash)
-	isDomain := And(Bin(">=", slash, Int(0)), Or(Method(first, "contains", Str(".")), Method(first, "contains", Str(":")), Bin("==", first, Str("localhost"))))
-	restOf := Cond(isDomain, Method(img, "substring", Bin("+", slash, Int(1))), img)
-	domain := Method(img, "substring", Int(0), Bin("-", Call("size", img), Call("size", rest)))
+	const slashName, restName = "img_slash", "img_rest"
+	slash, rest := cel.Ident(slashName), cel.Ident(restName)
+	first := cel.Method(img, "substring", cel.Int(0), slash)
+	isDomain := cel.And(cel.Bin(">=", slash, cel.Int(0)), cel.Or(cel.Method(first, "contains", cel.Str(".")), cel.Method(first, "contains", cel.Str(":")), cel.Bin("==", first, cel.Str("localhost"))))
+	restOf := cel.Cond(isDomain, cel.Method(img, "substring", cel.Bin("+", slash, cel.Int(1))), img)
+	domain := cel.Method(img, "substring", cel.Int(0), cel.Bin("-", cel.Call("size", img), cel.Call("size", rest)))
 	if op.Domain != "" {
-		domain = Str(op.Domain + "/")
+		domain = cel.Str(op.Domain + "/")
 	}
 	if op.Path == "" && op.Tag == "" {
 		// Only the domain changes: rest is used once, so it is written in place rather than
 		// bound (a binding costs a list and a comprehension, about 30 in the cost model), and so
 		// is the slash's index: five calls of indexOf cost less than binding it.
-		return Bin("+", domain, substitute(restOf, slash.(ident).name, Method(img, "indexOf", Str("/"))))
+		return cel.Bin("+", domain, cel.Substitute(restOf, slashName, cel.Method(img, "indexOf", cel.Str("/"))))
 	}
-	colon, at := Method(rest, "indexOf", Str(":")), Method(rest, "indexOf", Str("@"))
-	endOf := Cond(And(Bin(">=", at, Int(0)), Or(Bin("<", colon, Int(0)), Bin("<", at, colon))), at,
-		Cond(Bin(">=", colon, Int(0)), colon, Call("size", rest)))
+	colon, at := cel.Method(rest, "indexOf", cel.Str(":")), cel.Method(rest, "indexOf", cel.Str("@"))
+	endOf := cel.Cond(cel.And(cel.Bin(">=", at, cel.Int(0)), cel.Or(cel.Bin("<", colon, cel.Int(0)), cel.Bin("<", at, colon))), at,
+		cel.Cond(cel.Bin(">=", colon, cel.Int(0)), colon, cel.Call("size", rest)))
 	// At most one of path and tag is kept from rest (both kept means only the domain changes,
 	// above), so the end of the path is needed at most once and is written in place.
-	var path, tag Expr = Str(op.Path), Str(op.Tag)
+	var path, tag cel.Expr = cel.Str(op.Path), cel.Str(op.Tag)
 	if op.Path == "" {
-		path = Method(rest, "substring", Int(0), endOf)
+		path = cel.Method(rest, "substring", cel.Int(0), endOf)
 	}
 	if op.Tag == "" {
-		tag = Method(rest, "substring", endOf)
+		tag = cel.Method(rest, "substring", endOf)
 	}
-	body := Bin("+", Bin("+", domain, path), tag)
-	return let(slash, Method(img, "indexOf", Str("/")), let(rest, restOf, body))
-}
-
-// substitute replaces the identifier name by with in e (no comprehension in e rebinds name).
-func substitute(e Expr, name string, with Expr) Expr {
-	return transform(e, func(x Expr) Expr {
-		if id, ok := x.(ident); ok && id.name == name {
-			return with
-		}
-		return x
-	})
-}
-
-// let is body with name bound to the value of init, evaluated once: [init].map(name, body)[0].
-func let(name, init, body Expr) Expr {
-	return Index(Method(List(init), "map", name, body), Int(0))
+	body := cel.Bin("+", cel.Bin("+", domain, path), tag)
+	return cel.Let(slashName, cel.Method(img, "indexOf", cel.Str("/")), cel.Let(restName, restOf, body))
 }
 
 // ConstantImage is the reference an AssignImage writes whatever the image was, when it sets

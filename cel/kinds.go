@@ -1,7 +1,5 @@
 package cel
 
-import "github.com/mapc-dev/mapc/compiler/ir"
-
 // namespacedKinds are built-in kinds (group, kind) that are namespaced in every Kubernetes
 // version: the API server sends every admission request for one of them with its namespace
 // (an object created without one gets the request's, "default" by kubectl's choice). The list
@@ -19,8 +17,8 @@ var namespacedKinds = map[[2]string]bool{
 	{"coordination.k8s.io", "Lease"}: true, {"discovery.k8s.io", "EndpointSlice"}: true,
 }
 
-// NamespacedKinds lists namespacedKinds (group, kind), for tests that check them against the
-// API server's scopes.
+// NamespacedKinds lists the built-in kinds (group, kind) that are namespaced in every
+// Kubernetes version mapc targets, for tests that check them against the API server's scopes.
 func NamespacedKinds() [][2]string {
 	var out [][2]string
 	for k := range namespacedKinds {
@@ -29,44 +27,6 @@ func NamespacedKinds() [][2]string {
 	return out
 }
 
-// namespacedOnly: are rules (a policy's) all for kinds of namespacedKinds?
-func namespacedOnly(rules []ir.Rule) bool {
-	for _, r := range rules {
-		if !namespacedKinds[[2]string{r.Group, r.Kind}] {
-			return false
-		}
-	}
-	return len(rules) > 0
-}
-
-// isEmptyNamespaceTest: is x a test that the request's namespace is empty
-// ((has(request.namespace) ? request.namespace : "") == ""), or Gatekeeper's namespace of the
-// object, which is the object's name for Namespaces, empty ((Namespace test ? name : request
-// namespace) == "")? For a namespaced kind (not Namespace) both are false.
-func isEmptyNamespaceTest(x binary) bool {
-	if x.op != "==" || !isLit(x.r, `""`) {
-		return false
-	}
-	l := x.l
-	if c, ok := l.(cond); ok {
-		if b, ok := c.c.(binary); ok && isNamespaceTest(b) {
-			l = c.f
-		}
-	}
-	c, ok := l.(cond)
-	if !ok || !isLit(c.f, `""`) {
-		return false
-	}
-	f, ok := c.t.(field)
-	if !ok || !isRequestField(f, "namespace") {
-		return false
-	}
-	h, ok := c.c.(call)
-	return ok && h.fn == "has" && len(h.args) == 1 && isRequestFieldExpr(h.args[0], "namespace")
-}
-
-// isRequestFieldExpr: is e request.<names...>?
-func isRequestFieldExpr(e Expr, names ...string) bool {
-	f, ok := e.(field)
-	return ok && isRequestField(f, names...)
-}
+// NamespacedKind reports whether group/kind is one of NamespacedKinds: a request for it always
+// has a namespace.
+func NamespacedKind(group, kind string) bool { return namespacedKinds[[2]string{group, kind}] }

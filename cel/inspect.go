@@ -1,0 +1,110 @@
+package cel
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Reading trees: code outside this package that recognises what it built (a front end
+// simplifying its own guards) reads nodes through these. Trees are values and never change.
+
+// AsBinary reads l op r.
+func AsBinary(e Expr) (op string, l, r Expr, ok bool) {
+	x, ok := e.(binary)
+	return x.op, x.l, x.r, ok
+}
+
+// AsUnary reads op(x), such as !x.
+func AsUnary(e Expr) (op string, x Expr, ok bool) {
+	u, ok := e.(unary)
+	return u.op, u.x, ok
+}
+
+// AsField reads operand.name.
+func AsField(e Expr) (operand Expr, name string, ok bool) {
+	f, ok := e.(field)
+	return f.operand, f.name, ok
+}
+
+// AsIdent reads a name.
+func AsIdent(e Expr) (name string, ok bool) {
+	i, ok := e.(ident)
+	return i.name, ok
+}
+
+// AsCall reads target.fn(args...) (target nil for a global function).
+func AsCall(e Expr) (target Expr, fn string, args []Expr, ok bool) {
+	c, ok := e.(call)
+	return c.target, c.fn, c.args, ok
+}
+
+// AsCond reads c ? t : f.
+func AsCond(e Expr) (c, t, f Expr, ok bool) {
+	x, ok := e.(cond)
+	return x.c, x.t, x.f, ok
+}
+
+// AsList reads a plain list literal [elems...].
+func AsList(e Expr) (elems []Expr, ok bool) {
+	l, ok := e.(listExpr)
+	return l.elems, ok
+}
+
+// IsLiteral reports whether e is a literal (string, number, bool or null).
+func IsLiteral(e Expr) bool {
+	_, ok := e.(lit)
+	return ok
+}
+
+// StrValue is the value of a string literal (ok false for anything else).
+func StrValue(e Expr) (string, bool) { return strValue(e) }
+
+func strValue(e Expr) (string, bool) {
+	l, ok := e.(lit)
+	if !ok || !strings.HasPrefix(l.text, `"`) {
+		return "", false
+	}
+	s, err := strconv.Unquote(l.text)
+	return s, err == nil
+}
+
+// Transform rebuilds e bottom up, replacing each node by fn of the node with its operands
+// already transformed.
+func Transform(e Expr, fn func(Expr) Expr) Expr { return transform(e, fn) }
+
+// Substitute replaces the identifier name by with in e (no comprehension in e may rebind name).
+func Substitute(e Expr, name string, with Expr) Expr {
+	return transform(e, func(x Expr) Expr {
+		if id, ok := x.(ident); ok && id.name == name {
+			return with
+		}
+		return x
+	})
+}
+
+// Let is body with name bound to the value of init, evaluated once: [init].map(name, body)[0]
+// (the API server's environment has no cel.bind).
+func Let(name string, init, body Expr) Expr {
+	return Index(Method(List(init), "map", Ident(name), body), Int(0))
+}
+
+// Uses counts the references to the identifier name in e.
+func Uses(e Expr, name string) int {
+	if id, ok := e.(ident); ok && id.name == name {
+		return 1
+	}
+	n := 0
+	eachChild(e, func(k Expr) bool {
+		n += Uses(k, name)
+		return true
+	})
+	return n
+}
+
+// SingleOp reads t as one operation op where c holds and none elsewhere ([op], c ? [op] : [],
+// c ? [] : [op], nested).
+func SingleOp(t Expr) (c, op Expr, ok bool) { return singleOp(t) }
+
+// Homogeneous reports whether Value gives the JSON values vs, as the elements of one list
+// literal, without dyn(): all of one simple type.
+func Homogeneous(vs []any) bool { return homogeneous(vs) }

@@ -1,0 +1,152 @@
+package compiler_test
+
+import (
+	"errors"
+	"fmt"
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mapc-dev/mapc"
+
+// TestLayering checks the rules of docs/architecture.md on the packages' non-test imports,
+// direct and indirect: cel knows no front end (it imports nothing under compiler/), and nothing
+// imports the command line.
+func TestLayering(t *testing.T) {
+	graph, err := moduleGraph("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := graph[module+"/cel/admission"]; !ok || len(graph) < 10 {
+		t.Fatalf("the module's packages were not found (%d)", len(graph))
+	}
+	for _, v := range layering(graph) {
+		t.Error(v)
+	}
+}
+
+// TestLayeringFindsViolations: the rules catch what they are about.
+func TestLayeringFindsViolations(t *testing.T) {
+	p := func(s string) string { return module + "/" + s }
+	cases := []struct {
+		name  string
+		graph map[string][]string
+		want  string // in the violation; "" for none
+	}{
+		{"clean", map[string][]string{p("cel"): nil, p("cmd/mapc"): {p("cel")}}, ""},
+		{"cel imports a front end", map[string][]string{p("cel"): {p("compiler/gatekeeper/lower")}, p("compiler/gatekeeper/lower"): nil}, "cel imports " + p("compiler/gatekeeper/lower")},
+		{"cel imports one indirectly", map[string][]string{p("cel/admission"): {p("internal/x")}, p("internal/x"): {p("compiler/source")}, p("compiler/source"): nil}, "cel/admission imports " + p("compiler/source") + " (through " + p("internal/x") + ")"},
+		{"something imports the command line", map[string][]string{p("verify"): {p("cmd/mapc")}, p("cmd/mapc"): nil}, "imports " + p("cmd/mapc")},
+	}
+	for _, c := range cases {
+		got := strings.Join(layering(c.graph), "\n")
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// layering lists the violations of the rules in graph (import path → direct imports within the
+// module).
+func layering(graph map[string][]string) []string {
+	var out []string
+	under := func(p, dir string) bool { return p == module+"/"+dir || strings.HasPrefix(p, module+"/"+dir+"/") }
+	for _, p := range sortedKeys(graph) {
+		deps := reach(graph, p)
+		for _, d := range sortedKeys(deps) {
+			via := ""
+			if deps[d] != p {
+				via = " (through " + deps[d] + ")"
+			}
+			rel := strings.TrimPrefix(p, module+"/")
+			switch {
+			case under(p, "cel") && under(d, "compiler"):
+				out = append(out, fmt.Sprintf("%s imports %s%s: cel must know no front end", rel, d, via))
+			case under(d, "cmd"):
+				out = append(out, fmt.Sprintf("%s imports %s%s: nothing imports the command line", rel, d, via))
+			}
+		}
+	}
+	return out
+}
+
+// reach is every package p imports, directly or not, each with the package that imports it on
+// one way there (p itself for direct imports).
+func reach(graph map[string][]string, p string) map[string]string {
+	seen := map[string]string{}
+	var visit func(from string)
+	visit = func(from string) {
+		for _, d := range graph[from] {
+			if _, ok := seen[d]; ok || d == p {
+				continue
+			}
+			seen[d] = from
+			visit(d)
+		}
+	}
+	visit(p)
+	return seen
+}
+
+// moduleGraph reads every package of the module under root (testdata left out) with go/build:
+// import path → its non-test imports within the module.
+func moduleGraph(root string) (map[string][]string, error) {
+	graph := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(path, 0)
+		var noGo *build.NoGoError
+		if errors.As(err, &noGo) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		ip := module
+		if rel != "." {
+			ip += "/" + filepath.ToSlash(rel)
+		}
+		var imports []string
+		for _, i := range pkg.Imports {
+			if i == module || strings.HasPrefix(i, module+"/") {
+				imports = append(imports, i)
+			}
+		}
+		graph[ip] = append([]string{}, imports...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return nil, fmt.Errorf("%s is not the module's root: %v", root, err)
+	}
+	return graph, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -47,7 +47,7 @@ type Options struct {
 	// admission.gatekeeper.sh/ignore, which Gatekeeper's webhook (as its Helm chart and manifest
 	// install it) is never called for.
 	MutateIgnoredNamespaces bool
-	// NamePrefix starts every policy's and binding's name (emit.CheckNamePrefix), so that
+	// NamePrefix starts every policy's and binding's name (CheckNamePrefix), so that
 	// compilations for different teams can share a cluster.
 	NamePrefix string
 }
@@ -124,7 +124,7 @@ func ParseVersion(s string) (*version.Version, error) {
 
 // Compile translates every mutator among docs.
 func Compile(docs []*source.Document, opts Options) *Output {
-	if err := emit.CheckNamePrefix(opts.NamePrefix); err != nil {
+	if err := CheckNamePrefix(opts.NamePrefix); err != nil {
 		return &Output{Problems: []error{err}}
 	}
 	if opts.KubernetesVersion == nil {
@@ -419,7 +419,7 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 		conds = append(conds, emit.Condition{Name: name, Expression: s})
 		return nil
 	}
-	if len(m.Match.Rules) == 0 || emit.NeedsKindCondition(m.Match, emit.NewResources(opts.CRDs)) {
+	if len(m.Match.Rules) == 0 || needsKindCondition(m.Match, emit.NewResources(opts.CRDs)) {
 		if err := addCond("kinds", kindsGuard(m.Match)); err != nil {
 			return nil, err
 		}
@@ -452,8 +452,8 @@ func compileOne(env *cel.Env, m *ir.Mutation, opts Options) (*emit.Policy, error
 	if err != nil {
 		return nil, err
 	}
-	return emit.NewPolicy(emit.Name(m.Source), []ir.Source{m.Source}, m.Match, conds,
-		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s}}, opts.emitOptions())
+	return newPolicy(policyName(m.Source), []ir.Source{m.Source}, m.Match, conds, nil,
+		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s}}, opts)
 }
 
 // compileGroup emits one policy for interacting mutations: their mutations in Gatekeeper's order,
@@ -527,7 +527,7 @@ func compileGroup(env *cel.Env, g *plan.Group, opts Options) (*emit.Policy, *mut
 	if err != nil {
 		return nil, &mutationError{m: g.Mutations[0], err: err}
 	}
-	p, err := emit.NewPolicy("gatekeeper-group-"+strings.TrimPrefix(emit.Name(g.Mutations[0].Source), "gatekeeper-"), srcs, union, conds, muts, opts.emitOptions())
+	p, err := newPolicy(namePrefix+"group-"+strings.TrimPrefix(policyName(g.Mutations[0].Source), namePrefix), srcs, union, conds, nil, muts, opts)
 	if err != nil {
 		return nil, &mutationError{m: g.Mutations[0], err: err}
 	}

@@ -220,7 +220,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			}
 			c := emit.Contents{After: prevAfter, Why: prevWhy, LeavesOut: leavesOut(fz, batch)}
 			for _, s := range batch {
-				c.Steps = append(c.Steps, emit.Step{Source: s.m.Source, Round: s.round + 1})
+				c.Steps = append(c.Steps, emit.Step{Source: emitSource(s.m.Source), Round: s.round + 1})
 			}
 			contents = append(contents, c)
 			prevAfter, prevWhy, after, why = after, why, "", ""
@@ -266,14 +266,15 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if err != nil {
 			return nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}
-		p, err := emit.NewPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, conds, muts, opts.emitOptions())
+		var evars []emit.Variable
+		for _, v := range vars {
+			evars = append(evars, emit.Variable{Name: v.Name, Expression: v.Expression})
+		}
+		p, err := newPolicy(fusedName(b.match, emit.NewResources(opts.CRDs)), srcs, b.match, conds, evars, muts, opts)
 		if err != nil {
 			return nil, &mutationError{groups[b.groups[0]].Mutations[0], err}
 		}
 		p.Contents = contents
-		for _, v := range vars {
-			p.Policy.Spec.Variables = append(p.Policy.Spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
-		}
 		return p, nil
 	}
 	for _, k := range keys {
@@ -852,7 +853,7 @@ func dedupe(s []string) []string {
 // long name is cut and suffixed with a hash of the whole.
 func fusedName(m ir.Match, resources *emit.Resources) string {
 	if len(m.Rules) == 0 {
-		return "gatekeeper-all-resources"
+		return namePrefix + "all-resources"
 	}
 	var parts []string
 	for _, r := range m.Rules {
@@ -870,7 +871,7 @@ func fusedName(m ir.Match, resources *emit.Resources) string {
 		parts = append(parts, name)
 	}
 	sort.Strings(parts)
-	name := "gatekeeper-" + strings.Join(dedupe(parts), "-")
+	name := namePrefix + strings.Join(dedupe(parts), "-")
 	if len(name) > 100 {
 		sum := sha256.Sum256([]byte(name))
 		name = name[:90] + "-" + hex.EncodeToString(sum[:])[:8]

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/mapc-dev/mapc/compiler"
-	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 )
@@ -260,8 +259,8 @@ func TestWriteDirAndDiff(t *testing.T) {
 func hugePolicy(t *testing.T, name string, n int) *emit.Policy {
 	t.Helper()
 	expr := "[" + strings.Repeat(" ", n-2) + "]"
-	p, err := emit.NewPolicy(name, []ir.Source{{APIVersion: "mutations.gatekeeper.sh/v1", Kind: "Assign", Name: name}}, ir.Match{}, nil,
-		[]emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: expr}}, emit.Options{})
+	p, err := emit.NewPolicy(emit.Spec{Name: name, Sources: []emit.Source{{APIVersion: "mutations.gatekeeper.sh/v1", Kind: "Assign", Name: name}},
+		Mutations: []emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: expr}}}, emit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

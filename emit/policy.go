@@ -1,16 +1,18 @@
-// Package emit turns compiled mutations into MutatingAdmissionPolicy and
-// MutatingAdmissionPolicyBinding objects (k8s.io/api types) for the target API version, and writes
-// them: one YAML or JSON stream, or a directory with a kustomization.yaml (and the kustomize
-// configuration that keeps each binding naming its policy under namePrefix and nameSuffix),
-// atomically. It refuses objects larger than the API server stores (MaxObjectBytes) and reports
-// those that client-side apply cannot apply (CheckSizes).
+// Package emit builds MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding objects
+// (k8s.io/api types) for the target API version from what its caller decided (names, sources,
+// resource rules, namespace selector, match conditions, variables, printed mutations, failure
+// and reinvocation policy), and writes them: one YAML or JSON stream, or a directory with a
+// kustomization.yaml (and the kustomize configuration that keeps each binding naming its policy
+// under namePrefix and nameSuffix), atomically. It refuses objects larger than the API server
+// stores (MaxObjectBytes) and reports those that client-side apply cannot apply (CheckSizes).
 //
-// It builds no CEL itself: expressions come from package cel as printed, checked text.
+// It knows no input language: it must not import anything under compiler/, and it invents no
+// names (the front ends' back ends choose them). It builds no CEL either: expressions arrive
+// printed and checked.
 package emit
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
-	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
 const (
@@ -38,7 +38,7 @@ type Options struct {
 	FailurePolicy admissionregistrationv1.FailurePolicyType
 	// Resources names the resources of kinds (built-in ones, and custom resources from CRDs).
 	Resources *Resources
-	// Reinvocation is the policies' reinvocationPolicy; default Never (as Gatekeeper's webhook).
+	// Reinvocation is the policies' reinvocationPolicy; default Never.
 	Reinvocation admissionregistrationv1.ReinvocationPolicyType
 	// NamespaceRequirements are added to every binding's namespaceSelector (the namespaces the
 	// replaced webhook was never called for).
@@ -91,15 +91,23 @@ type Contents struct {
 	// computed with, and why (After is empty when the expression before was full).
 	After, Why string
 	// LeavesOut says, for steps that leave out of their operations a list element another step
-	// replaces whole (lower.Replaced), which and why.
+	// replaces whole, which and why.
 	LeavesOut []string
 }
 
-// Step is one run of a mutator: in Gatekeeper's pass Round (from 1).
+// Step is one run of an input policy: in its engine's pass Round (from 1).
 type Step struct {
-	Source ir.Source
+	Source Source
 	Round  int
 }
+
+// Source names an input object a policy was generated from.
+type Source struct {
+	APIVersion, Kind, Name string
+}
+
+// String is "Kind/name", as used in messages.
+func (s Source) String() string { return s.Kind + "/" + s.Name }
 
 // Mutation is one CEL mutation, already printed and checked.
 type Mutation struct {
@@ -113,19 +121,19 @@ type Condition struct {
 	Expression string
 }
 
-// Name derives the policy name from the source: "gatekeeper-<kind>-<name>", lower case.
-func Name(src ir.Source) string {
-	return "gatekeeper-" + strings.ToLower(src.Kind) + "-" + src.Name
+// Variable is one policy variable, printed and checked.
+type Variable struct {
+	Name       string
+	Expression string
 }
 
-// CheckNamePrefix checks a name prefix (Options.NamePrefix): followed by a generated name, which
-// always begins with "gatekeeper-", it must make a valid object name, a lowercase RFC 1123
+// CheckNamePrefix checks a name prefix (Options.NamePrefix): followed by a generated name, least
+// being the shortest a caller generates, it must make a valid object name, a lowercase RFC 1123
 // subdomain of at most 253 characters. Each full name is checked again when it is made.
-func CheckNamePrefix(prefix string) error {
+func CheckNamePrefix(prefix, least string) error {
 	if prefix == "" {
 		return nil
 	}
-	const least = "gatekeeper-x" // the shortest name a prefix can start
 	if len(prefix)+len(least) > validation.DNS1123SubdomainMaxLength {
 		return fmt.Errorf("--name-prefix %q: %d characters is too long: with the generated names (%q and longer) a name may have at most %d characters", prefix, len(prefix), least, validation.DNS1123SubdomainMaxLength)
 	}
@@ -135,11 +143,25 @@ func CheckNamePrefix(prefix string) error {
 	return nil
 }
 
-// NewPolicy builds a MAP and its binding, both named opts.NamePrefix + name: rules and the
-// binding's namespace selector from match, the given match conditions and mutations, and
+// Spec is what one policy says, as its caller decided it.
+type Spec struct {
+	// Name is the policy's and its binding's name, before Options.NamePrefix.
+	Name string
+	// Sources are the input objects it was generated from (its AnnotationSource).
+	Sources []Source
+	// Rules are its matchConstraints' resourceRules (matchPolicy Exact).
+	Rules []admissionregistrationv1.NamedRuleWithOperations
+	// NamespaceSelector is the binding's (nil for none), before Options.NamespaceRequirements.
+	NamespaceSelector *metav1.LabelSelector
+	Conditions        []Condition
+	Variables         []Variable
+	Mutations         []Mutation
+}
+
+// NewPolicy builds a MAP and its binding, both named opts.NamePrefix + s.Name, with
 // annotations naming the sources.
-func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition, muts []Mutation, opts Options) (*Policy, error) {
-	name = opts.NamePrefix + name
+func NewPolicy(s Spec, opts Options) (*Policy, error) {
+	name := opts.NamePrefix + s.Name
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		if opts.NamePrefix != "" {
 			return nil, fmt.Errorf("the generated name %q (with --name-prefix %q) is not valid: %s", name, opts.NamePrefix, strings.Join(errs, "; "))
@@ -149,7 +171,7 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 	meta := metav1.ObjectMeta{
 		Name:        name,
 		Labels:      map[string]string{LabelManagedBy: ManagedByValue},
-		Annotations: map[string]string{AnnotationSource: sourcesAnnotation(srcs)},
+		Annotations: map[string]string{AnnotationSource: sourcesAnnotation(s.Sources)},
 	}
 	fp := opts.FailurePolicy
 	if fp == "" {
@@ -160,19 +182,21 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 		never = opts.Reinvocation
 	}
 	exact := admissionregistrationv1.Exact
-	rules := resourceRules(match, opts.Resources)
 	spec := admissionregistrationv1.MutatingAdmissionPolicySpec{
 		MatchConstraints: &admissionregistrationv1.MatchResources{
-			ResourceRules: rules,
+			ResourceRules: s.Rules,
 			MatchPolicy:   &exact,
 		},
 		FailurePolicy:      &fp,
 		ReinvocationPolicy: never,
 	}
-	for _, c := range conds {
+	for _, c := range s.Conditions {
 		spec.MatchConditions = append(spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: c.Name, Expression: c.Expression})
 	}
-	for _, mu := range muts {
+	for _, v := range s.Variables {
+		spec.Variables = append(spec.Variables, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
+	}
+	for _, mu := range s.Mutations {
 		mut := admissionregistrationv1.Mutation{PatchType: mu.PatchType}
 		switch mu.PatchType {
 		case admissionregistrationv1.PatchTypeJSONPatch:
@@ -192,10 +216,10 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 		ObjectMeta: *meta.DeepCopy(),
 		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 	}
-	if match.NamespaceSelector != nil || len(opts.NamespaceRequirements) > 0 {
+	if s.NamespaceSelector != nil || len(opts.NamespaceRequirements) > 0 {
 		sel := &metav1.LabelSelector{}
-		if match.NamespaceSelector != nil {
-			sel = match.NamespaceSelector.DeepCopy()
+		if s.NamespaceSelector != nil {
+			sel = s.NamespaceSelector.DeepCopy()
 		}
 		for _, r := range opts.NamespaceRequirements {
 			sel.MatchExpressions = append(sel.MatchExpressions, *r.DeepCopy())
@@ -203,83 +227,6 @@ func NewPolicy(name string, srcs []ir.Source, match ir.Match, conds []Condition,
 		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: sel}
 	}
 	return &Policy{Policy: p, Binding: b}, nil
-}
-
-// resourceRules expresses the kinds and operations a mutation applies to. Kinds the client
-// libraries know become their resources; other kinds (custom resources) match every resource of
-// their group and version, and the kind itself is checked by a match condition (KindCondition).
-func resourceRules(m ir.Match, resources *Resources) []admissionregistrationv1.NamedRuleWithOperations {
-	scope := admissionregistrationv1.AllScopes
-	switch m.Scope {
-	case "Namespaced":
-		scope = admissionregistrationv1.NamespacedScope
-	case "Cluster":
-		scope = admissionregistrationv1.ClusterScope
-	}
-	if len(m.Rules) == 0 {
-		return []admissionregistrationv1.NamedRuleWithOperations{{
-			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: ops(m.Operations),
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
-			},
-		}}
-	}
-	// Group rules with the same operations and group/version, listing resources together.
-	type key struct{ ops, group, version string }
-	byKey := map[key][]string{}
-	for _, r := range m.Rules {
-		res, ok := resources.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
-		if !ok {
-			res = "*"
-		}
-		k := key{strings.Join(r.Operations, ","), r.Group, r.Version}
-		if !contains(byKey[k], res) {
-			byKey[k] = append(byKey[k], res)
-		}
-	}
-	keys := make([]key, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		return a.group+"/"+a.version+"/"+a.ops < b.group+"/"+b.version+"/"+b.ops
-	})
-	var out []admissionregistrationv1.NamedRuleWithOperations
-	for _, k := range keys {
-		res := byKey[k]
-		if contains(res, "*") {
-			res = []string{"*"}
-		}
-		sort.Strings(res)
-		sc := scope
-		out = append(out, admissionregistrationv1.NamedRuleWithOperations{
-			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: ops(strings.Split(k.ops, ",")),
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{k.group}, APIVersions: []string{k.version}, Resources: res, Scope: &sc},
-			},
-		})
-	}
-	return out
-}
-
-// NeedsKindCondition reports whether some rule had to match all resources of a group/version, so
-// that the kinds must be checked by a match condition.
-func NeedsKindCondition(m ir.Match, resources *Resources) bool {
-	for _, r := range m.Rules {
-		if _, ok := resources.Resource(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}); !ok {
-			return true
-		}
-	}
-	return false
-}
-
-func ops(o []string) []admissionregistrationv1.OperationType {
-	out := make([]admissionregistrationv1.OperationType, len(o))
-	for i, x := range o {
-		out[i] = admissionregistrationv1.OperationType(x)
-	}
-	return out
 }
 
 // builtinResource is the plural resource of a kind the Kubernetes client libraries know.
@@ -291,16 +238,7 @@ func builtinResource(gvk schema.GroupVersionKind) (string, bool) {
 	return plural.Resource, true
 }
 
-func contains(s []string, x string) bool {
-	for _, e := range s {
-		if e == x {
-			return true
-		}
-	}
-	return false
-}
-
-func sourcesAnnotation(srcs []ir.Source) string {
+func sourcesAnnotation(srcs []Source) string {
 	parts := make([]string, len(srcs))
 	for i, s := range srcs {
 		parts[i] = s.APIVersion + ", Kind=" + s.Kind + ", name=" + s.Name

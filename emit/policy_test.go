@@ -7,12 +7,12 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mapc-dev/mapc/compiler"
-	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 )
 
 func TestCheckNamePrefix(t *testing.T) {
+	const least = "example-x" // the shortest name the caller generates
 	for _, tc := range []struct {
 		prefix string
 		ok     bool
@@ -23,8 +23,8 @@ func TestCheckNamePrefix(t *testing.T) {
 		{"a", true},
 		{"0-", true},
 		{"teams.example.com.", true},
-		{strings.Repeat("a", 253-len("gatekeeper-x")), true},
-		{strings.Repeat("a", 254-len("gatekeeper-x")), false},
+		{strings.Repeat("a", 253-len(least)), true},
+		{strings.Repeat("a", 254-len(least)), false},
 		{"Team-a-", false},
 		{"-a", false},
 		{".a", false},
@@ -35,7 +35,7 @@ func TestCheckNamePrefix(t *testing.T) {
 		{"team a", false},
 		{"team/a-", false},
 	} {
-		err := emit.CheckNamePrefix(tc.prefix)
+		err := emit.CheckNamePrefix(tc.prefix, least)
 		if (err == nil) != tc.ok {
 			t.Errorf("%q: error %v, want ok %v", tc.prefix, err, tc.ok)
 		}
@@ -46,7 +46,7 @@ func TestCheckNamePrefix(t *testing.T) {
 }
 
 func TestNewPolicyNamePrefix(t *testing.T) {
-	src := []ir.Source{{APIVersion: "mutations.gatekeeper.sh/v1", Kind: "Assign", Name: "dns"}}
+	src := []emit.Source{{APIVersion: "mutations.gatekeeper.sh/v1", Kind: "Assign", Name: "dns"}}
 	muts := []emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: "[]"}}
 	for _, tc := range []struct {
 		prefix, name, want, err string
@@ -58,7 +58,7 @@ func TestNewPolicyNamePrefix(t *testing.T) {
 		{strings.Repeat("a", 200), "gatekeeper-" + strings.Repeat("b", 50), "", "--name-prefix"},
 		{"", "gatekeeper-" + strings.Repeat("b", 250), "", "is not valid"},
 	} {
-		p, err := emit.NewPolicy(tc.name, src, ir.Match{}, nil, muts, emit.Options{NamePrefix: tc.prefix})
+		p, err := emit.NewPolicy(emit.Spec{Name: tc.name, Sources: src, Mutations: muts}, emit.Options{NamePrefix: tc.prefix})
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%q + %q: error %v, want one with %q", tc.prefix, tc.name, err, tc.err)

@@ -105,7 +105,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err := oneOf("--reinvocation-policy", f.reinvocation, "Never", "IfNeeded"); err != nil {
 		return err
 	}
-	if err := emit.CheckNamePrefix(f.namePrefix); err != nil {
+	if err := compiler.CheckNamePrefix(f.namePrefix); err != nil {
 		return usageErr("%v", err)
 	}
 	if f.check && f.dir == "" {

@@ -120,4 +120,3 @@ func operationTypes(o []string) []admissionregistrationv1.OperationType {
 	}
 	return out
 }
-

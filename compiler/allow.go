@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 )
 
@@ -102,10 +103,11 @@ func (o *Output) Allow(lists ...*AllowList) {
 	used := map[string]bool{}
 	var problems []error
 	for _, e := range o.Problems {
-		var p *gatekeeper.Problem
+		var p *diag.Problem
 		if errors.As(e, &p) {
 			if _, ok := allowed[p.Object]; ok {
 				used[p.Object] = true
+				p.Severity = diag.Warning
 				o.Kept = append(o.Kept, e)
 				continue
 			}

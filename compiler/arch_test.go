@@ -15,8 +15,9 @@ import (
 const module = "github.com/mapc-dev/mapc"
 
 // TestLayering checks the rules of docs/architecture.md on the packages' non-test imports,
-// direct and indirect: cel and emit know no front end (they import nothing under compiler/), and
-// nothing imports the command line.
+// direct and indirect: cel and emit know no front end (they import nothing under compiler/), the
+// packages every front end shares (compiler/source, compiler/diag) import nothing else under
+// compiler/, and nothing imports the command line.
 func TestLayering(t *testing.T) {
 	graph, err := moduleGraph("..")
 	if err != nil {
@@ -42,6 +43,7 @@ func TestLayeringFindsViolations(t *testing.T) {
 		{"cel imports a front end", map[string][]string{p("cel"): {p("compiler/gatekeeper/lower")}, p("compiler/gatekeeper/lower"): nil}, "cel imports " + p("compiler/gatekeeper/lower")},
 		{"cel imports one indirectly", map[string][]string{p("cel/admission"): {p("internal/x")}, p("internal/x"): {p("compiler/source")}, p("compiler/source"): nil}, "cel/admission imports " + p("compiler/source") + " (through " + p("internal/x") + ")"},
 		{"emit imports the IR", map[string][]string{p("emit"): {p("compiler/gatekeeper/ir")}, p("compiler/gatekeeper/ir"): nil}, "emit imports " + p("compiler/gatekeeper/ir")},
+		{"diag imports a front end", map[string][]string{p("compiler/diag"): {p("compiler/source"), p("compiler/gatekeeper")}, p("compiler/source"): nil, p("compiler/gatekeeper"): nil}, "compiler/diag imports " + p("compiler/gatekeeper") + ":"},
 		{"something imports the command line", map[string][]string{p("verify"): {p("cmd/mapc")}, p("cmd/mapc"): nil}, "imports " + p("cmd/mapc")},
 	}
 	for _, c := range cases {
@@ -70,6 +72,8 @@ func layering(graph map[string][]string) []string {
 				out = append(out, fmt.Sprintf("%s imports %s%s: cel must know no front end", rel, d, via))
 			case under(p, "emit") && under(d, "compiler"):
 				out = append(out, fmt.Sprintf("%s imports %s%s: emit must know no front end", rel, d, via))
+			case (under(p, "compiler/source") || under(p, "compiler/diag")) && under(d, "compiler") && !under(d, "compiler/source") && !under(d, "compiler/diag"):
+				out = append(out, fmt.Sprintf("%s imports %s%s: the packages front ends share must know no front end", rel, d, via))
 			case under(d, "cmd"):
 				out = append(out, fmt.Sprintf("%s imports %s%s: nothing imports the command line", rel, d, via))
 			}

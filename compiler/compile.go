@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
@@ -80,8 +81,9 @@ const (
 // Output is what a compilation produced.
 type Output struct {
 	Policies []*emit.Policy
-	// Notes are informational: ignored documents, mutators that never apply.
-	Notes []string
+	// Notes are informational: ignored documents, mutators that never apply or are computed
+	// differently, and why.
+	Notes []diag.Note
 	// Problems are refusals and rejections, each "file:line: Kind/name: field: message".
 	Problems []error
 	// Groups is the plan: which mutations share a policy and why; PolicyOf[i] is the policy
@@ -180,10 +182,10 @@ func Compile(docs []*source.Document, opts Options) *Output {
 			}
 			outside[m] = drop
 			if len(keep) == 0 {
-				out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: %s has no field at its location (%s), so the API server drops what Gatekeeper writes there", m.Source.File, m.Source.Line, m.Source, strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path)))
+				out.Notes = append(out.Notes, note(diag.OutsideSchema, m, fmt.Sprintf("no policy emitted: %s has no field at its location (%s), so the API server drops what Gatekeeper writes there", strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path))))
 				continue
 			}
-			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: not applied to %s: it has no field at the location (%s), so the API server drops what Gatekeeper writes there", m.Source.File, m.Source.Line, m.Source, strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path)))
+			out.Notes = append(out.Notes, note(diag.NotAppliedTo, m, fmt.Sprintf("not applied to %s: it has no field at the location (%s), so the API server drops what Gatekeeper writes there", strings.Join(dedupe(kinds), ", "), ir.PathString(m.Path))))
 			m.Match.Rules = keep
 		}
 		if err := sc.checkCanonical(m); err != nil {
@@ -328,15 +330,15 @@ emission:
 		}
 		for _, r := range out.Forwarded {
 			m := r.M
-			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed as an Assign of the value of %s: %s", m.Source.File, m.Source.Line, m.Source, r.By.Source, r.Why))
+			out.Notes = append(out.Notes, note(diag.Forwarded, m, fmt.Sprintf("computed as an Assign of the value of %s: %s", r.By.Source, r.Why)))
 		}
 		for _, r := range out.CreateOnly {
 			m := r.M
-			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: computed only where it creates its list element: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
+			out.Notes = append(out.Notes, note(diag.CreateOnly, m, "computed only where it creates its list element: "+r.Why))
 		}
 		for _, r := range out.Redundant {
 			m := r.M
-			out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no mutation emitted: it never changes an object in Gatekeeper's run: %s", m.Source.File, m.Source.Line, m.Source, r.Why))
+			out.Notes = append(out.Notes, note(diag.Redundant, m, redundantReason+r.Why))
 		}
 		fail := func(e *mutationError) {
 			refused[e.m] = true
@@ -361,7 +363,7 @@ emission:
 				}
 				if p == nil {
 					m := g.Mutations[0]
-					out.Notes = append(out.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: it can never write anything (its path tests exclude every object)", m.Source.File, m.Source.Line, m.Source))
+					out.Notes = append(out.Notes, note(diag.NeverWrites, m, "no policy emitted: it can never write anything (its path tests exclude every object)"))
 					continue
 				}
 				out.Policies = append(out.Policies, p)
@@ -376,10 +378,18 @@ emission:
 		}
 		break
 	}
-	sort.SliceStable(out.Problems, func(i, j int) bool { return problemLess(out.Problems[i], out.Problems[j]) })
+	diag.Sort(out.Problems)
 	sort.SliceStable(out.Policies, func(i, j int) bool { return out.Policies[i].Policy.Name < out.Policies[j].Policy.Name })
 	out.Mutators = report(all, out)
 	return out
+}
+
+// redundantReason begins the reason of a mutator plan.Redundant leaves out.
+const redundantReason = "no mutation emitted: it never changes an object in Gatekeeper's run: "
+
+// note is a note of kind about m.
+func note(kind diag.NoteKind, m *ir.Mutation, msg string) diag.Note {
+	return diag.Note{Kind: kind, File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Msg: msg}
 }
 
 // printer prints and checks expressions against one environment.
@@ -648,21 +658,6 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
-}
-
-// problemLess orders problems by file, then line, then text.
-func problemLess(a, b error) bool {
-	pa, oka := a.(*gatekeeper.Problem)
-	pb, okb := b.(*gatekeeper.Problem)
-	if oka && okb {
-		if pa.File != pb.File {
-			return pa.File < pb.File
-		}
-		if pa.Line != pb.Line {
-			return pa.Line < pb.Line
-		}
-	}
-	return a.Error() < b.Error()
 }
 
 // valueField names the field holding a mutation's value(s), for messages.

@@ -88,7 +88,11 @@ func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.L
 	if layout == compiler.LayoutFused {
 		checkGolden(t, filepath.Join(dir, "problems.txt"), got)
 	}
-	notes := strings.Join(out.Notes, "\n")
+	var lines []string
+	for _, n := range out.Notes {
+		lines = append(lines, n.String())
+	}
+	notes := strings.Join(lines, "\n")
 	if notes != "" {
 		notes += "\n"
 	}

@@ -10,6 +10,7 @@ import (
 
 	configv1alpha1 "github.com/open-policy-agent/gatekeeper/v3/apis/config/v1alpha1"
 
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
@@ -43,9 +44,10 @@ func CheckNamespaceWildcards(ws []string) error {
 // installContext takes Gatekeeper's Config documents out of docs and returns the namespaces they
 // exclude from the mutation webhook (spec.match[] entries whose processes include
 // "mutation-webhook" or "*"), with a note per Config and a problem per Config it cannot read.
-func installContext(docs []*source.Document) ([]*source.Document, []string, []string, []error) {
+func installContext(docs []*source.Document) ([]*source.Document, []string, []diag.Note, []error) {
 	var rest []*source.Document
-	var excluded, notes []string
+	var excluded []string
+	var notes []diag.Note
 	var problems []error
 	for _, d := range docs {
 		if !IsConfig(d) {
@@ -79,9 +81,10 @@ func installContext(docs []*source.Document) ([]*source.Document, []string, []st
 		sort.Strings(mine)
 		mine = dedupe(mine)
 		if len(mine) == 0 {
-			notes = append(notes, fmt.Sprintf("%s:%d: Config/%s excludes no namespace from mutation", d.File, d.Line, d.Object.GetName()))
+			notes = append(notes, diag.Note{Kind: diag.Installation, File: d.File, Line: d.Line, Msg: fmt.Sprintf("Config/%s excludes no namespace from mutation", d.Object.GetName())})
 		} else {
-			notes = append(notes, fmt.Sprintf("%s:%d: Config/%s: every policy skips the namespaces it excludes from mutation: %s", d.File, d.Line, d.Object.GetName(), strings.Join(mine, ", ")))
+			notes = append(notes, diag.Note{Kind: diag.Installation, File: d.File, Line: d.Line, Object: "Config/" + d.Object.GetName(),
+				Msg: "every policy skips the namespaces it excludes from mutation: " + strings.Join(mine, ", ")})
 		}
 		excluded = append(excluded, mine...)
 	}

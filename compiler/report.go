@@ -1,11 +1,9 @@
 package compiler
 
 import (
-	"errors"
-	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
@@ -54,18 +52,14 @@ func report(docs []*source.Document, out *Output) []MutatorStatus {
 	}
 	problems := map[key][]string{}
 	for _, e := range out.Problems {
-		if p, ok := e.(*gatekeeper.Problem); ok {
-			msg := p.Msg
-			if p.Field != "" {
-				msg = p.Field + ": " + msg
-			}
+		if p, ok := e.(*diag.Problem); ok {
 			k := key{p.File, p.Object}
-			problems[k] = append(problems[k], msg)
+			problems[k] = append(problems[k], p.Reason())
 		}
 	}
 	redundant := map[key]string{}
 	for _, r := range out.Redundant {
-		redundant[key{r.M.Source.File, r.M.Source.String()}] = "no mutation emitted: it never changes an object in Gatekeeper's run: " + r.Why
+		redundant[key{r.M.Source.File, r.M.Source.String()}] = redundantReason + r.Why
 	}
 	var list []MutatorStatus
 	seen := map[key]bool{}
@@ -90,10 +84,9 @@ func report(docs []*source.Document, out *Output) []MutatorStatus {
 			st.Status, st.Reasons = LeftOut, []string{redundant[k]}
 		default:
 			st.Status = LeftOut
-			prefix := fmt.Sprintf("%s:%d: %s: ", d.File, d.Line, name)
 			for _, n := range out.Notes {
-				if r, ok := strings.CutPrefix(n, prefix); ok {
-					st.Reasons = append(st.Reasons, r)
+				if n.About(d.File, d.Line, name) {
+					st.Reasons = append(st.Reasons, n.Msg)
 				}
 			}
 			if len(st.Reasons) == 0 {
@@ -122,48 +115,3 @@ func Count(list []MutatorStatus, s Status) int {
 	return n
 }
 
-// Diagnostic is a problem in a form reports carry: positioned, with the mutator and field.
-type Diagnostic struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Object  string `json:"object,omitempty"` // Kind/name
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-// String is the problem as printed: "file:line: Kind/name: field: message".
-func (d Diagnostic) String() string {
-	s := ""
-	if d.File != "" {
-		s = d.File + ":"
-		if d.Line > 0 {
-			s += fmt.Sprintf("%d:", d.Line)
-		}
-		s += " "
-	}
-	if d.Object != "" {
-		s += d.Object + ": "
-	}
-	if d.Field != "" {
-		s += d.Field + ": "
-	}
-	return s + d.Message
-}
-
-// Diagnostics returns the problems of a compilation as Diagnostics, in their order.
-func Diagnostics(problems []error) []Diagnostic {
-	out := make([]Diagnostic, 0, len(problems))
-	for _, e := range problems {
-		var p *gatekeeper.Problem
-		var se *source.Error
-		switch {
-		case errors.As(e, &p):
-			out = append(out, Diagnostic{File: p.File, Line: p.Line, Object: p.Object, Field: p.Field, Message: p.Msg})
-		case errors.As(e, &se):
-			out = append(out, Diagnostic{File: se.File, Line: se.Line, Message: se.Msg})
-		default:
-			out = append(out, Diagnostic{Message: e.Error()})
-		}
-	}
-	return out
-}

@@ -178,8 +178,8 @@ func (o *Outcome) policies() ([]admission.PolicySet, error) {
 			problems = append(problems, p.Error())
 		}
 		for _, n := range out.Notes {
-			if strings.Contains(n, "no policy emitted") {
-				o.Warnings = append(o.Warnings, "note: "+n)
+			if n.Kind.NoPolicy() {
+				o.Warnings = append(o.Warnings, "note: "+n.String())
 			}
 		}
 		for _, p := range out.Policies {

@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/internal/version"
@@ -167,9 +168,11 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	}
 	out.Allow(allow...)
 	if !f.quiet {
+		// Without --verbose, the notes that say a mutator gets no policy or no mutation, so that
+		// nobody wonders where it went.
 		for _, n := range out.Notes {
-			if f.verbose || shownNote(n) {
-				fmt.Fprintln(stderr, "note: "+n)
+			if f.verbose || n.Kind.LeftOut() {
+				fmt.Fprintln(stderr, "note: "+n.String())
 			}
 		}
 	}
@@ -269,12 +272,6 @@ func oneOf(flag, v string, allowed ...string) error {
 	return usageErr("%s %q: use %s", flag, v, strings.Join(allowed, " or "))
 }
 
-// shownNote: is note n printed without --verbose? Those that say a mutator gets no policy or no
-// mutation, so that nobody wonders where it went.
-func shownNote(n string) bool {
-	return strings.Contains(n, "no policy emitted") || strings.Contains(n, "no mutation emitted")
-}
-
 // compileReport is what --report writes: every mutator, every problem and the policies.
 type compileReport struct {
 	Mapc              string                   `json:"mapc"`
@@ -283,14 +280,14 @@ type compileReport struct {
 	Summary           string                   `json:"summary"`
 	Policies          []string                 `json:"policies"`
 	Mutators          []compiler.MutatorStatus `json:"mutators"`
-	Problems          []compiler.Diagnostic    `json:"problems"`
+	Problems          []diag.Problem           `json:"problems"`
 	// Kept are the refusals an allow-list expects.
-	Kept []compiler.Diagnostic `json:"kept,omitempty"`
+	Kept []diag.Problem `json:"kept,omitempty"`
 }
 
 func writeReport(cmd *cobra.Command, f *compileFlags, kv string, layout compiler.Layout, summary string, out *compiler.Output) error {
 	rep := compileReport{Mapc: version.Get().Version, KubernetesVersion: kv, Layout: layout, Summary: summary,
-		Policies: []string{}, Mutators: out.Mutators, Problems: compiler.Diagnostics(out.Problems), Kept: compiler.Diagnostics(out.Kept)}
+		Policies: []string{}, Mutators: out.Mutators, Problems: diag.Problems(out.Problems), Kept: diag.Problems(out.Kept)}
 	if rep.Mutators == nil {
 		rep.Mutators = []compiler.MutatorStatus{}
 	}
@@ -334,8 +331,8 @@ func githubLocation(file string, line int, title string) string {
 	return verify.GitHubProperties(file, line, title)
 }
 
-func githubMessage(d compiler.Diagnostic) string {
-	msg := d.Message
+func githubMessage(d diag.Problem) string {
+	msg := d.Msg
 	if d.Field != "" {
 		msg = d.Field + ": " + msg
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
 	"github.com/mapc-dev/mapc/compiler/ir"
@@ -327,7 +328,7 @@ func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error
 		doc["celCost"] = costs
 	}
 	doc["mutators"] = out.Mutators
-	doc["problems"] = compiler.Diagnostics(out.Problems)
+	doc["problems"] = diag.Problems(out.Problems)
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/diag"
 )
 
 // SARIF 2.1.0, the format code-scanning tools read: one run, mapc as the tool, one result per
@@ -72,8 +73,8 @@ var sarifRules = []sarifRule{
 	{ID: "mapc/left-out", ShortDescription: sarifMessage{Text: "The mutator never changes an object, so no mutation is emitted for it"}},
 }
 
-func sarifResultFor(rule, level string, d compiler.Diagnostic) sarifResult {
-	msg := d.Message
+func sarifResultFor(rule, level string, d diag.Problem) sarifResult {
+	msg := d.Msg
 	if d.Field != "" {
 		msg = d.Field + ": " + msg
 	}
@@ -103,7 +104,7 @@ func sarifReport(rep compileReport) ([]byte, error) {
 	for _, m := range rep.Mutators {
 		if m.Status == compiler.LeftOut {
 			run.Results = append(run.Results, sarifResultFor("mapc/left-out", "note",
-				compiler.Diagnostic{File: m.File, Line: m.Line, Object: m.Mutator, Message: strings.Join(m.Reasons, "; ")}))
+				diag.Problem{File: m.File, Line: m.Line, Object: m.Mutator, Msg: strings.Join(m.Reasons, "; ")}))
 		}
 	}
 	return json.MarshalIndent(sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}, "", "  ")

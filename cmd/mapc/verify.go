@@ -10,6 +10,7 @@ import (
 
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/quiet"
@@ -171,8 +172,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			fmt.Fprintln(stderr, "kept on Gatekeeper (allowed refusal): "+p.Error())
 		}
 		for _, n := range out.Notes {
-			if shownNote(n) {
-				fmt.Fprintln(stderr, "note: "+n)
+			if n.Kind.LeftOut() {
+				fmt.Fprintln(stderr, "note: "+n.String())
 			}
 		}
 		if len(out.Problems) > 0 {
@@ -287,12 +288,12 @@ func inRequestNamespace(ctx context.Context, docs []*source.Document) ([]*unstru
 // refusalResults are the compile problems as failing results, one per problem.
 func refusalResults(problems []error) []verify.Result {
 	var rs []verify.Result
-	for _, d := range compiler.Diagnostics(problems) {
+	for _, d := range diag.Problems(problems) {
 		name := "compile"
 		if d.Object != "" {
 			name = "compile " + d.Object
 		}
-		reason := d.Message
+		reason := d.Msg
 		if d.Field != "" {
 			reason = d.Field + ": " + reason
 		}

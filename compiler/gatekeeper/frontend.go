@@ -16,33 +16,20 @@ import (
 
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/schema"
 
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/par"
 )
 
 // Problem is a refusal or rejection of one mutator, positioned.
-type Problem struct {
-	File   string
-	Line   int
-	Object string // Kind/name
-	Field  string
-	Msg    string
-}
-
-func (p *Problem) Error() string {
-	s := fmt.Sprintf("%s:%d: %s: ", p.File, p.Line, p.Object)
-	if p.Field != "" {
-		s += p.Field + ": "
-	}
-	return s + p.Msg
-}
+type Problem = diag.Problem
 
 // Result is what the front end made of a set of documents.
 type Result struct {
 	Mutations []*ir.Mutation
 	// Notes say which documents were ignored and why (not mutators; mutators that never apply).
-	Notes []string
+	Notes []diag.Note
 	// Problems are the mutators that were refused or rejected, and the documents meant as
 	// mutators that the API server would not take for one (misspelt group or kind).
 	Problems []*Problem
@@ -86,7 +73,8 @@ func Compile(docs []*source.Document) *Result {
 			continue
 		}
 		if !IsMutator(obj) {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s %s/%s is not a Gatekeeper mutator; ignored", doc.File, doc.Line, obj.GetAPIVersion(), obj.GetKind(), obj.GetName()))
+			res.Notes = append(res.Notes, diag.Note{Kind: diag.Ignored, File: doc.File, Line: doc.Line,
+				Msg: fmt.Sprintf("%s %s/%s is not a Gatekeeper mutator; ignored", obj.GetAPIVersion(), obj.GetKind(), obj.GetName())})
 			continue
 		}
 		name := obj.GetKind() + "/" + obj.GetName()
@@ -127,7 +115,7 @@ func Compile(docs []*source.Document) *Result {
 			continue
 		}
 		if reason != "" {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s:%d: %s: no policy emitted: %s", doc.File, doc.Line, name, reason))
+			res.Notes = append(res.Notes, diag.Note{Kind: diag.NeverApplies, File: doc.File, Line: doc.Line, Object: name, Msg: "no policy emitted: " + reason})
 			continue
 		}
 		all = append(all, decoded{doc, d, m})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
 
+	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
@@ -270,7 +271,7 @@ spec:
 		t.Errorf("got %d mutations and notes %q, want 4 mutations and 3 notes", len(res.Mutations), res.Notes)
 	}
 	for _, n := range res.Notes {
-		if !strings.Contains(n, "is not a Gatekeeper mutator; ignored") {
+		if n.Kind != diag.Ignored || !strings.Contains(n.String(), "is not a Gatekeeper mutator; ignored") {
 			t.Errorf("note %q", n)
 		}
 	}

@@ -114,4 +114,3 @@ func Count(list []MutatorStatus, s Status) int {
 	}
 	return n
 }
-

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mapc-dev/mapc/compiler"
 	frontend "github.com/mapc-dev/mapc/compiler/gatekeeper"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/reference/gatekeeper"

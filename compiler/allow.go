@@ -5,18 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/compiler/diag"
-	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 )
-
-// Kept is the status of a refused mutator that an allow-list keeps on Gatekeeper's webhook
-// during a partial migration: still refused, listed, and no longer a failure.
-const Kept Status = "kept-on-gatekeeper"
 
 // AllowList names the mutators that stay on Gatekeeper: their refusals are expected.
 //
@@ -61,8 +57,8 @@ func ReadAllowList(path string) (*AllowList, error) {
 	for i, r := range f.Refusals {
 		kind, name, ok := strings.Cut(r.Mutator, "/")
 		switch {
-		case !ok || name == "" || !isMutatorKind(kind):
-			errs = append(errs, fmt.Errorf("%s: refusals[%d].mutator %q: write Kind/name, the kind one of %s", path, i, r.Mutator, strings.Join(gatekeeper.Kinds, ", ")))
+		case !ok || name == "" || !slices.Contains(kinds(), kind):
+			errs = append(errs, fmt.Errorf("%s: refusals[%d].mutator %q: write Kind/name, the kind one of %s", path, i, r.Mutator, strings.Join(kinds(), ", ")))
 		case strings.TrimSpace(r.Reason) == "":
 			errs = append(errs, fmt.Errorf("%s: refusals[%d] (%s): give a reason, so that whoever reads the list knows why the mutator stays on Gatekeeper", path, i, r.Mutator))
 		case seen[r.Mutator]:
@@ -76,13 +72,13 @@ func ReadAllowList(path string) (*AllowList, error) {
 	return &AllowList{File: path, Refusals: f.Refusals}, nil
 }
 
-func isMutatorKind(k string) bool {
-	for _, m := range gatekeeper.Kinds {
-		if k == m {
-			return true
-		}
+// kinds are the kinds of every route's input policies.
+func kinds() []string {
+	var out []string
+	for _, r := range routes {
+		out = append(out, r.Kinds()...)
 	}
-	return false
+	return out
 }
 
 // Allow applies allow-lists to a compilation: the problems of listed mutators move to Kept

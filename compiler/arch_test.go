@@ -16,8 +16,9 @@ const module = "github.com/mapc-dev/mapc"
 
 // TestLayering checks the rules of docs/architecture.md on the packages' non-test imports,
 // direct and indirect: cel and emit know no front end (they import nothing under compiler/), the
-// packages every front end shares (compiler/source, compiler/diag) import nothing else under
-// compiler/, and nothing imports the command line.
+// packages every route shares (compiler/source, compiler/diag, compiler/route) import nothing
+// else under compiler/, no input language's packages (compiler/<language>/...) import another
+// language's, and nothing imports the command line.
 func TestLayering(t *testing.T) {
 	graph, err := moduleGraph("..")
 	if err != nil {
@@ -44,6 +45,10 @@ func TestLayeringFindsViolations(t *testing.T) {
 		{"cel imports one indirectly", map[string][]string{p("cel/admission"): {p("internal/x")}, p("internal/x"): {p("compiler/source")}, p("compiler/source"): nil}, "cel/admission imports " + p("compiler/source") + " (through " + p("internal/x") + ")"},
 		{"emit imports the IR", map[string][]string{p("emit"): {p("compiler/gatekeeper/ir")}, p("compiler/gatekeeper/ir"): nil}, "emit imports " + p("compiler/gatekeeper/ir")},
 		{"diag imports a front end", map[string][]string{p("compiler/diag"): {p("compiler/source"), p("compiler/gatekeeper")}, p("compiler/source"): nil, p("compiler/gatekeeper"): nil}, "compiler/diag imports " + p("compiler/gatekeeper") + ":"},
+		{"a language imports another", map[string][]string{p("compiler/kyverno/backend"): {p("compiler/gatekeeper/lower")}, p("compiler/gatekeeper/lower"): nil}, "compiler/kyverno/backend imports " + p("compiler/gatekeeper/lower")},
+		{"a language imports another's through a shared package", map[string][]string{p("compiler/kyverno"): {p("cel")}, p("cel"): {p("compiler/gatekeeper")}, p("compiler/gatekeeper"): nil}, "compiler/kyverno imports " + p("compiler/gatekeeper") + " (through " + p("cel") + ")"},
+		{"the dispatcher imports every language", map[string][]string{p("compiler"): {p("compiler/gatekeeper/backend"), p("compiler/kyverno")}, p("compiler/gatekeeper/backend"): {p("compiler/route")}, p("compiler/kyverno"): {p("compiler/route")}, p("compiler/route"): nil}, ""},
+		{"route imports a language", map[string][]string{p("compiler/route"): {p("compiler/gatekeeper/ir")}, p("compiler/gatekeeper/ir"): nil}, "compiler/route imports"},
 		{"something imports the command line", map[string][]string{p("verify"): {p("cmd/mapc")}, p("cmd/mapc"): nil}, "imports " + p("cmd/mapc")},
 	}
 	for _, c := range cases {
@@ -54,11 +59,37 @@ func TestLayeringFindsViolations(t *testing.T) {
 	}
 }
 
+// shared are the packages under compiler/ that belong to no input language.
+var shared = []string{"compiler/source", "compiler/diag", "compiler/route"}
+
+// language is the input language whose packages p is among (compiler/<language>/...), or "".
+func language(p string) string {
+	rest, ok := strings.CutPrefix(p, module+"/compiler/")
+	if !ok {
+		return ""
+	}
+	lang, _, _ := strings.Cut(rest, "/")
+	for _, s := range shared {
+		if "compiler/"+lang == s {
+			return ""
+		}
+	}
+	return lang
+}
+
 // layering lists the violations of the rules in graph (import path → direct imports within the
 // module).
 func layering(graph map[string][]string) []string {
 	var out []string
 	under := func(p, dir string) bool { return p == module+"/"+dir || strings.HasPrefix(p, module+"/"+dir+"/") }
+	isShared := func(p string) bool {
+		for _, s := range shared {
+			if under(p, s) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, p := range sortedKeys(graph) {
 		deps := reach(graph, p)
 		for _, d := range sortedKeys(deps) {
@@ -72,8 +103,10 @@ func layering(graph map[string][]string) []string {
 				out = append(out, fmt.Sprintf("%s imports %s%s: cel must know no front end", rel, d, via))
 			case under(p, "emit") && under(d, "compiler"):
 				out = append(out, fmt.Sprintf("%s imports %s%s: emit must know no front end", rel, d, via))
-			case (under(p, "compiler/source") || under(p, "compiler/diag")) && under(d, "compiler") && !under(d, "compiler/source") && !under(d, "compiler/diag"):
-				out = append(out, fmt.Sprintf("%s imports %s%s: the packages front ends share must know no front end", rel, d, via))
+			case isShared(p) && under(d, "compiler") && !isShared(d):
+				out = append(out, fmt.Sprintf("%s imports %s%s: the packages routes share must know no input language", rel, d, via))
+			case language(p) != "" && language(d) != "" && language(p) != language(d):
+				out = append(out, fmt.Sprintf("%s imports %s%s: one input language's packages must not import another's", rel, d, via))
 			case under(d, "cmd"):
 				out = append(out, fmt.Sprintf("%s imports %s%s: nothing imports the command line", rel, d, via))
 			}

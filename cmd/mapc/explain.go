@@ -17,9 +17,9 @@ import (
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
-	"github.com/mapc-dev/mapc/compiler/ir"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
@@ -68,7 +68,7 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 			for _, d := range docs {
 				group := d.Object.GroupVersionKind().Group
 				switch {
-				case compiler.IsConfig(d) || gatekeeper.IsMutator(d.Object) || misnamed(d.Object) || group == gatekeeper.Group || strings.HasSuffix(group, ".gatekeeper.sh"):
+				case gatekeeper.IsConfig(d) || gatekeeper.IsMutator(d.Object) || misnamed(d.Object) || group == gatekeeper.Group || strings.HasSuffix(group, ".gatekeeper.sh"):
 					mutDocs = append(mutDocs, d)
 				case !suite.IsPolicy(d.Object):
 					objDocs = append(objDocs, d)
@@ -352,7 +352,7 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		}
 	}()
 	if out.SkipsIgnoredNamespaces {
-		fmt.Fprintf(w, "installation: the bindings skip namespaces labelled %s (Gatekeeper's webhook is installed so)\n", compiler.IgnoreLabel)
+		fmt.Fprintf(w, "installation: the bindings skip namespaces labelled %s (Gatekeeper's webhook is installed so)\n", gatekeeper.IgnoreLabel)
 	}
 	if len(out.ExcludedNamespaces) > 0 {
 		fmt.Fprintf(w, "installation: every policy skips the namespaces %s (Config, --exclude-namespaces)\n", strings.Join(out.ExcludedNamespaces, ", "))

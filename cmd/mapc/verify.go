@@ -114,7 +114,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		obj := d.Object
 		group := obj.GroupVersionKind().Group
 		switch {
-		case compiler.IsConfig(d):
+		case gatekeeper.IsConfig(d):
 			cfgDocs = append(cfgDocs, d)
 		case gatekeeper.IsMutator(obj) || misnamed(obj):
 			mutDocs = append(mutDocs, d) // a misnamed one is refused by the compiler
@@ -137,7 +137,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err := f.install.apply(&copts); err != nil {
 		return err
 	}
-	excluded, problems := compiler.ConfigExclusions(cfgDocs)
+	excluded, problems := gatekeeper.ConfigExclusions(cfgDocs)
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(stderr, p.Error())

@@ -5,8 +5,11 @@
 // and constructors, and lowers it into the IR. A document that misspells a mutator's group or
 // kind is refused, not ignored.
 //
+// It also reads the installation being replaced (install.go: Gatekeeper's Config and the
+// namespaces its webhook skips).
+//
 // It must not approximate: a mutator whose behaviour in Gatekeeper's engine cannot be expressed
-// exactly is refused with the reason.
+// exactly is refused with the reason. It must not import another language's packages.
 package gatekeeper
 
 import (
@@ -17,7 +20,7 @@ import (
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/schema"
 
 	"github.com/mapc-dev/mapc/compiler/diag"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/par"
 )

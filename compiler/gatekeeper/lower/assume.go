@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // AssumeNotNamespace is e for requests that are not for a Namespace: every test of "is this a

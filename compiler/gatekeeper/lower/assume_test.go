@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // TestAssumeNotNamespace: the Namespace-object cases of Gatekeeper's match fold away, and

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // Gatekeeper's AssignImage splits a reference into domain, path and tag (pkg/mutation/mutators/

@@ -7,7 +7,7 @@ import (
 	"github.com/google/cel-go/ext"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // TestRewriteImageMatchesString: the CEL expression of every combination of parts an

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 func TestJSONPatchTypeChecks(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // namespaceName is the namespace Gatekeeper matches namespaces and excludedNamespaces against:

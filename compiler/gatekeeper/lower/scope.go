@@ -2,7 +2,7 @@ package lower
 
 import (
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // namespacedOnly: are rules (a policy's) all for kinds of cel.NamespacedKinds?

@@ -4,7 +4,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // MergePart is one ModifySet merge of a union (MergeUnion): its values, and When, the

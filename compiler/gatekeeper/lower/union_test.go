@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/mapc-dev/mapc/cel"
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // TestMergeUnion: the values a union of merges adds, each under its merge's condition and

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
-	"github.com/mapc-dev/mapc/compiler/ir"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
-	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
 // Forward gives each mutation f of ms (in Gatekeeper's order) whose write a later mutation g

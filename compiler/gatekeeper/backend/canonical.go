@@ -1,4 +1,4 @@
-package compiler
+package backend
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/internal/par"
 	"github.com/mapc-dev/mapc/internal/typed"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 )
 
 // withMatch puts spec.match (YAML, indented as under spec) into a mutator document.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/mapc-dev/mapc/bench"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
-	"github.com/mapc-dev/mapc/compiler/ir"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify/gen"
 )
@@ -75,7 +75,7 @@ func TestIndexFindsEveryInteraction(t *testing.T) {
 		}
 		sets[fmt.Sprintf("generated pool %d", pool)] = compileYAML(t, "pool.yaml", []byte(strings.Join(docs, "---\n")))
 	}
-	for _, f := range []string{"../../examples/gatekeeper", "../../testdata/bench/realistic-50/mutators.yaml"} {
+	for _, f := range []string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-50/mutators.yaml"} {
 		docs, err := source.ReadPaths([]string{f}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package compiler
+package backend
 
 import (
 	"sort"
@@ -7,7 +7,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
+	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/emit"
 )
 
@@ -17,10 +18,6 @@ const (
 	namePrefix   = "gatekeeper-"
 	shortestName = namePrefix + "x"
 )
-
-// CheckNamePrefix checks a --name-prefix against the names of the policies compiled from
-// Gatekeeper mutators (emit.CheckNamePrefix).
-func CheckNamePrefix(prefix string) error { return emit.CheckNamePrefix(prefix, shortestName) }
 
 // policyName derives the policy name from the source: "gatekeeper-<kind>-<name>", lower case.
 func policyName(src ir.Source) string {
@@ -34,8 +31,8 @@ func emitSource(s ir.Source) emit.Source {
 
 // newPolicy builds a policy named name for mutators srcs: resource rules and the binding's
 // namespace selector from match, the given match conditions, variables and mutations.
-func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condition, vars []emit.Variable, muts []emit.Mutation, opts Options) (*emit.Policy, error) {
-	eo := opts.emitOptions()
+func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condition, vars []emit.Variable, muts []emit.Mutation, opts route.Options) (*emit.Policy, error) {
+	eo := emitOptions(opts)
 	spec := emit.Spec{Name: name, Rules: resourceRules(match, eo.Resources), NamespaceSelector: match.NamespaceSelector,
 		Conditions: conds, Variables: vars, Mutations: muts}
 	for _, s := range srcs {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // CreateOnly finds the mutations of ms (in Gatekeeper's order) that write through a keyed list

@@ -1,4 +1,4 @@
-package compiler
+package backend
 
 import (
 	"crypto/sha256"
@@ -12,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
-	"github.com/mapc-dev/mapc/compiler/ir"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
+	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/internal/par"
 )
@@ -46,7 +47,7 @@ type step struct {
 // order is free); steps that cannot affect each other are moved together (schedule) and fused
 // into one JSONPatch expression, whose operations are all computed from the same object. The
 // mutations of createOnly are computed only where they create their list element.
-func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly []plan.OnlyCreating, opts Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
+func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly []plan.OnlyCreating, opts route.Options) ([]*emit.Policy, []*emit.Policy, [][]*emit.Policy, *mutationError) {
 	pr := printer{env}
 	computed := map[*ir.Mutation]*ir.Mutation{}
 	shares := map[*ir.Mutation]*plan.OnlyCreating{}

@@ -17,6 +17,10 @@
 // (lower.MergeUnion), so that n such merges cost one mutation, not n mutations in n+1 rounds.
 //
 // The analysis is conservative: when unsure whether two mutations interact, it groups them.
+//
+// It is part of Gatekeeper's route (compiler/gatekeeper/backend runs it): it reasons in
+// Gatekeeper's terms (its sorted fixed point, its walk of a location) and must not import another
+// language's packages.
 package plan
 
 import (
@@ -29,8 +33,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
-	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
 // Group is a set of mutations emitted together, in Gatekeeper's order, Rounds times.

@@ -1,9 +1,10 @@
-// Package ir is the mutation IR: the contract between the front ends (compiler/gatekeeper, later
-// compiler/kyverno) and the back end (cel, emit). A front end lowers each input policy into
-// Mutations; the back end never looks at the input documents again.
+// Package ir is Gatekeeper's mutation IR: the contract between its front end (package
+// gatekeeper), which lowers each mutator into a Mutation, and its back end (packages plan, lower
+// and backend), which never looks at the input documents again.
 //
-// The IR states what a mutation does in the reference engine's terms — a path of steps, what each
-// step tolerates (pathTests), and the operation at its end — and nothing about CEL or patch types.
+// The IR states what a mutation does in Gatekeeper's engine's terms — a path of steps, what each
+// step tolerates (pathTests), and the operation at its end — and nothing about CEL or patch
+// types. Another input language brings its own model rather than bending this one.
 package ir
 
 import (

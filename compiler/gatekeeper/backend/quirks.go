@@ -1,4 +1,4 @@
-package compiler
+package backend
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 	"github.com/mapc-dev/mapc/internal/typed"
 )
 

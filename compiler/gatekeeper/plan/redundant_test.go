@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 )
 
 // metadata is an AssignMetadata mutator; match is the YAML of spec.match ("" for none).

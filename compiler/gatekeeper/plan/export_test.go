@@ -1,6 +1,6 @@
 package plan
 
-import "github.com/mapc-dev/mapc/compiler/ir"
+import "github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 
 // PlanAllPairs is Plan testing every ordered pair, as the planner did before its index.
 func PlanAllPairs(ms []*ir.Mutation) []*Group {

@@ -1,9 +1,10 @@
-package compiler
+package backend
 
 import (
 	"testing"
 
-	"github.com/mapc-dev/mapc/compiler/plan"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
+	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
@@ -13,12 +14,12 @@ import (
 // five rounds) and of the benchmark sets, and on all their groups in one sequence.
 func TestScheduleKeepsDependentOrder(t *testing.T) {
 	fz := plan.NewFuser()
-	for _, path := range []string{"../examples/gatekeeper", "../testdata/bench/realistic-20/mutators.yaml", "../testdata/bench/realistic-50/mutators.yaml", "../testdata/golden/fused-reordered-chains/mutators.yaml"} {
+	for _, path := range []string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-20/mutators.yaml", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/golden/fused-reordered-chains/mutators.yaml"} {
 		docs, err := source.ReadPaths([]string{path}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := Compile(docs, Options{Layout: LayoutFused})
+		out := Compile(docs, route.Options{Layout: route.LayoutFused}).Detail.(*Plan)
 		gis := make([]int, len(out.Groups))
 		for i := range gis {
 			gis[i] = i
@@ -55,7 +56,7 @@ func TestScheduleKeepsDependentOrder(t *testing.T) {
 				}
 			}
 		}
-		if moved == 0 && path != "../testdata/bench/realistic-20/mutators.yaml" { // its steps need no reordering
+		if moved == 0 && path != "../../../testdata/bench/realistic-20/mutators.yaml" { // its steps need no reordering
 			t.Errorf("%s: nothing was reordered; the check above would test nothing", path)
 		}
 	}

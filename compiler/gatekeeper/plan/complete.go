@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
-	"github.com/mapc-dev/mapc/compiler/ir"
 )
 
 // maxConditionalCompletions bounds the completions of one mutation that hold only for some

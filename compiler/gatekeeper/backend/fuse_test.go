@@ -1,4 +1,4 @@
-package compiler_test
+package backend_test
 
 import (
 	"fmt"
@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/backend"
+	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 )
@@ -18,7 +19,7 @@ func compileFile(t *testing.T, paths ...string) []*emit.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := compiler.Compile(docs, compiler.Options{Layout: compiler.LayoutFused})
+	out := backend.Compile(docs, route.Options{Layout: route.LayoutFused})
 	for _, p := range out.Problems {
 		t.Fatal(p)
 	}
@@ -31,7 +32,7 @@ func compileFile(t *testing.T, paths ...string) []*emit.Policy {
 // mutations, not 42). When they do not fit (five mutations for every kind next to a Pod policy),
 // nothing is excluded.
 func TestEveryKindGroupsJoinKindPolicies(t *testing.T) {
-	ps := compileFile(t, "../testdata/bench/realistic-20/mutators.yaml")
+	ps := compileFile(t, "../../../testdata/bench/realistic-20/mutators.yaml")
 	byName := map[string]*emit.Policy{}
 	for _, p := range ps {
 		byName[p.Policy.Name] = p
@@ -48,7 +49,7 @@ func TestEveryKindGroupsJoinKindPolicies(t *testing.T) {
 		t.Errorf("the pods policy should hold the AssignMetadata mutators in its one mutation: %d mutations, sources %s",
 			len(pods.Policy.Spec.Mutations), pods.Policy.Annotations[emit.AnnotationSource])
 	}
-	for _, p := range compileFile(t, "../examples/gatekeeper") {
+	for _, p := range compileFile(t, "../../../examples/gatekeeper") {
 		ex := p.Policy.Spec.MatchConstraints.ExcludeResourceRules
 		if p.Policy.Name == "gatekeeper-all-resources" && (len(ex) != 1 || ex[0].Resources[0] != "pods") {
 			t.Errorf("examples: the all-resources policy should exclude the pods policy's rules: %+v", ex)
@@ -68,7 +69,7 @@ func TestEveryKindGroupsJoinKindPolicies(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(strings.Join(chain, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps = compileFile(t, dir, "../testdata/golden/fused-reordered-chains/mutators.yaml")
+	ps = compileFile(t, dir, "../../../testdata/golden/fused-reordered-chains/mutators.yaml")
 	if len(ps) != 2 {
 		t.Fatalf("want the all-resources and pods policies, got %d", len(ps))
 	}

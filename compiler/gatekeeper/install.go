@@ -1,8 +1,9 @@
-package compiler
+package gatekeeper
 
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,7 +12,6 @@ import (
 	configv1alpha1 "github.com/open-policy-agent/gatekeeper/v3/apis/config/v1alpha1"
 
 	"github.com/mapc-dev/mapc/compiler/diag"
-	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
@@ -41,10 +41,14 @@ func CheckNamespaceWildcards(ws []string) error {
 	return nil
 }
 
-// installContext takes Gatekeeper's Config documents out of docs and returns the namespaces they
+// IgnoreLabel marks namespaces Gatekeeper's installed webhook never sees (its namespaceSelector
+// requires the label to be absent).
+const IgnoreLabel = "admission.gatekeeper.sh/ignore"
+
+// InstallContext takes Gatekeeper's Config documents out of docs and returns the namespaces they
 // exclude from the mutation webhook (spec.match[] entries whose processes include
 // "mutation-webhook" or "*"), with a note per Config and a problem per Config it cannot read.
-func installContext(docs []*source.Document) ([]*source.Document, []string, []diag.Note, []error) {
+func InstallContext(docs []*source.Document) ([]*source.Document, []string, []diag.Note, []error) {
 	var rest []*source.Document
 	var excluded []string
 	var notes []diag.Note
@@ -56,7 +60,7 @@ func installContext(docs []*source.Document) ([]*source.Document, []string, []di
 		}
 		cfg := &configv1alpha1.Config{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, cfg); err != nil {
-			problems = append(problems, &gatekeeper.Problem{File: d.File, Line: d.Line, Object: "Config/" + d.Object.GetName(), Field: "spec", Msg: err.Error()})
+			problems = append(problems, &Problem{File: d.File, Line: d.Line, Object: "Config/" + d.Object.GetName(), Field: "spec", Msg: err.Error()})
 			continue
 		}
 		var mine []string
@@ -71,7 +75,7 @@ func installContext(docs []*source.Document) ([]*source.Document, []string, []di
 			for _, w := range m.ExcludedNamespaces {
 				s := string(w)
 				if err := CheckNamespaceWildcards([]string{s}); err != nil {
-					problems = append(problems, &gatekeeper.Problem{File: d.File, Line: d.LineOf("spec", "match", fmt.Sprint(i), "excludedNamespaces"), Object: "Config/" + d.Object.GetName(),
+					problems = append(problems, &Problem{File: d.File, Line: d.LineOf("spec", "match", fmt.Sprint(i), "excludedNamespaces"), Object: "Config/" + d.Object.GetName(),
 						Field: fmt.Sprintf("spec.match[%d].excludedNamespaces", i), Msg: err.Error()})
 					continue
 				}
@@ -79,7 +83,7 @@ func installContext(docs []*source.Document) ([]*source.Document, []string, []di
 			}
 		}
 		sort.Strings(mine)
-		mine = dedupe(mine)
+		mine = slices.Compact(mine)
 		if len(mine) == 0 {
 			notes = append(notes, diag.Note{Kind: diag.Installation, File: d.File, Line: d.Line, Msg: fmt.Sprintf("Config/%s excludes no namespace from mutation", d.Object.GetName())})
 		} else {
@@ -89,12 +93,12 @@ func installContext(docs []*source.Document) ([]*source.Document, []string, []di
 		excluded = append(excluded, mine...)
 	}
 	sort.Strings(excluded)
-	return rest, dedupe(excluded), notes, problems
+	return rest, slices.Compact(excluded), notes, problems
 }
 
 // ConfigExclusions returns the namespaces the Gatekeeper Configs among docs exclude from the
 // mutation webhook, and the problems reading them.
 func ConfigExclusions(docs []*source.Document) ([]string, []error) {
-	_, excluded, _, problems := installContext(docs)
+	_, excluded, _, problems := InstallContext(docs)
 	return excluded, problems
 }

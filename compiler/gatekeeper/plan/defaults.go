@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	"github.com/mapc-dev/mapc/compiler/ir"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
 // The API server defaults the object after every mutation of every mutating admission policy

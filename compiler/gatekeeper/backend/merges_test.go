@@ -1,4 +1,4 @@
-package compiler_test
+package backend_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/gatekeeper/backend"
+	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -97,8 +98,8 @@ func TestMergesMatchGatekeeper(t *testing.T) {
 				"metadata": map[string]any{"name": fmt.Sprintf("pod-%d", o), "namespace": []string{"prod", "default"}[r.Intn(2)], "labels": labels},
 				"spec":     spec}})
 		}
-		for _, layout := range []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator} {
-			out := compiler.Compile(ds, compiler.Options{Layout: layout})
+		for _, layout := range []route.Layout{route.LayoutFused, route.LayoutPerMutator} {
+			out := backend.Compile(ds, route.Options{Layout: layout})
 			for _, p := range out.Problems {
 				t.Fatalf("seed %d: %v\n%s", seed, p, mutators)
 			}

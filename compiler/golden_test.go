@@ -23,23 +23,25 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// caseConfig is testdata/golden/<case>/config.yaml (optional).
+// caseConfig is testdata/golden/<language>/<case>/config.yaml (optional).
 type caseConfig struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 }
 
-// TestGolden compiles testdata/golden/<case>/mutators.yaml and compares the output with
-// policies.yaml (or, for refused input, the messages with problems.txt). When the case has
-// objects.yaml, every object is admitted both through Gatekeeper's engine and through the
-// emitted policies (in every order up to 24, else seeded shuffles) and must come out the same.
+// TestGolden compiles testdata/golden/<language>/<case>/mutators.yaml and compares the output
+// with policies.yaml (or, for refused input, the messages with problems.txt). When the case has
+// objects.yaml, every object is admitted both through the language's engine (Gatekeeper's, the
+// only one mapc has so far) and through the emitted policies (in every order up to 24, else
+// seeded shuffles) and must come out the same.
 func TestGolden(t *testing.T) {
-	dirs, err := filepath.Glob("../testdata/golden/*")
+	dirs, err := filepath.Glob("../testdata/golden/*/*")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no golden cases: %v", err)
 	}
 	for _, dir := range dirs {
 		dir := dir
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		lang := filepath.Base(filepath.Dir(dir))
+		t.Run(lang+"/"+filepath.Base(dir), func(t *testing.T) {
 			var cfg caseConfig
 			if data, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
 				if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
@@ -114,6 +116,9 @@ func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.L
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if lang := filepath.Base(filepath.Dir(dir)); lang != "gatekeeper" {
+		t.Fatalf("objects.yaml: there is no reference engine for %s to compare with", lang)
 	}
 	objDocs, err := source.Parse("objects.yaml", objData)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 const (
 	examplesDir = "../examples/gatekeeper"
 	objectsDir  = "../examples/objects"
-	goldenDir   = "../testdata/golden"
+	goldenDir   = "../testdata/golden/gatekeeper"
 	benchDir    = "../testdata/bench"
 )
 
@@ -80,7 +80,7 @@ func TestExampleEach(t *testing.T) {
 	}
 }
 
-// goldenConfig is testdata/golden/<case>/config.yaml (and e2e/testdata/<case>/config.yaml).
+// goldenConfig is testdata/golden/gatekeeper/<case>/config.yaml (and e2e/testdata/<case>/config.yaml).
 type goldenConfig struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// Repeat (e2e cases only) binds the policies this many times, see testCase.repeat.
@@ -115,8 +115,9 @@ func TestCases(t *testing.T) {
 	}
 }
 
-// TestGolden runs every golden case that has objects (testdata/golden/<case>/mutators.yaml and
-// objects.yaml), compiled for the case's Kubernetes version when the server is at least that.
+// TestGolden runs every golden case that has objects
+// (testdata/golden/gatekeeper/<case>/mutators.yaml and objects.yaml), compiled for the case's
+// Kubernetes version when the server is at least that.
 func TestGolden(t *testing.T) {
 	c := connect(t)
 	dirs, _ := filepath.Glob(filepath.Join(goldenDir, "*"))

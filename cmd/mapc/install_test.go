@@ -108,7 +108,7 @@ func TestInstallContext(t *testing.T) {
 }
 
 func TestExplainShowsCouplingsAndInstallation(t *testing.T) {
-	code, out, errs := runCLI(t, "", "explain", "-f", "../../testdata/golden/defaulting-couplings/mutators.yaml", "--exclude-namespaces", "kube-*", "--output", "json")
+	code, out, errs := runCLI(t, "", "explain", "-f", "../../testdata/golden/gatekeeper/defaulting-couplings/mutators.yaml", "--exclude-namespaces", "kube-*", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -185,7 +185,7 @@ func TestExplainCELCost(t *testing.T) {
 // TestExplainMutations: explain lists what each mutation of a fused policy computes and why it
 // could not join the mutation before; steps that commute were moved together.
 func TestExplainMutations(t *testing.T) {
-	mutators := "../../testdata/golden/fused-reordered-chains/mutators.yaml"
+	mutators := "../../testdata/golden/gatekeeper/fused-reordered-chains/mutators.yaml"
 	var doc struct {
 		Policies []struct {
 			Policy    string
@@ -223,7 +223,7 @@ func TestExplainMutations(t *testing.T) {
 // TestExplainCompletions: explain names the new elements written with the values earlier
 // mutators set in them in Gatekeeper's next pass.
 func TestExplainCompletions(t *testing.T) {
-	mutators := "../../testdata/golden/completed-new-elements/mutators.yaml"
+	mutators := "../../testdata/golden/gatekeeper/completed-new-elements/mutators.yaml"
 	var doc struct {
 		Groups []struct{ CompletedElements []string }
 	}
@@ -288,7 +288,7 @@ func runExplainJSON(t *testing.T, mutators string, doc any) string {
 // TestExplainRedundant: explain lists the mutators the fused layout emits nothing for, with the
 // mutator that makes each moot; compile says so on stderr; the per-mutator layout keeps them.
 func TestExplainRedundant(t *testing.T) {
-	mutators := "../../testdata/golden/interaction-same-value-if-missing/mutators.yaml"
+	mutators := "../../testdata/golden/gatekeeper/interaction-same-value-if-missing/mutators.yaml"
 	var doc struct {
 		Redundant []struct{ Mutator, Because string }
 	}

@@ -69,7 +69,7 @@ func TestEveryKindGroupsJoinKindPolicies(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(strings.Join(chain, "---\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps = compileFile(t, dir, "../../../testdata/golden/fused-reordered-chains/mutators.yaml")
+	ps = compileFile(t, dir, "../../../testdata/golden/gatekeeper/fused-reordered-chains/mutators.yaml")
 	if len(ps) != 2 {
 		t.Fatalf("want the all-resources and pods policies, got %d", len(ps))
 	}

@@ -14,7 +14,7 @@ import (
 // five rounds) and of the benchmark sets, and on all their groups in one sequence.
 func TestScheduleKeepsDependentOrder(t *testing.T) {
 	fz := plan.NewFuser()
-	for _, path := range []string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-20/mutators.yaml", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/golden/fused-reordered-chains/mutators.yaml"} {
+	for _, path := range []string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-20/mutators.yaml", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/golden/gatekeeper/fused-reordered-chains/mutators.yaml"} {
 		docs, err := source.ReadPaths([]string{path}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@
 // Everything here runs in process: Gatekeeper's engine (package reference/gatekeeper) and the
 // API server's MutatingAdmissionPolicy plugin (package cel/admission). See README.md for the
 // command (make bench) and the figures.
+//
+// It measures and must not decide: nothing in the compiler or the policies may depend on it.
 package bench
 
 import (

@@ -18,7 +18,8 @@ const module = "github.com/mapc-dev/mapc"
 // direct and indirect: cel and emit know no front end (they import nothing under compiler/), the
 // packages every route shares (compiler/source, compiler/diag, compiler/route) import nothing
 // else under compiler/, no input language's packages (compiler/<language>/...) import another
-// language's, and nothing imports the command line.
+// language's, the reference engines know nothing of the compiler, and nothing imports the
+// command line.
 func TestLayering(t *testing.T) {
 	graph, err := moduleGraph("..")
 	if err != nil {
@@ -49,6 +50,7 @@ func TestLayeringFindsViolations(t *testing.T) {
 		{"a language imports another's through a shared package", map[string][]string{p("compiler/kyverno"): {p("cel")}, p("cel"): {p("compiler/gatekeeper")}, p("compiler/gatekeeper"): nil}, "compiler/kyverno imports " + p("compiler/gatekeeper") + " (through " + p("cel") + ")"},
 		{"the dispatcher imports every language", map[string][]string{p("compiler"): {p("compiler/gatekeeper/backend"), p("compiler/kyverno")}, p("compiler/gatekeeper/backend"): {p("compiler/route")}, p("compiler/kyverno"): {p("compiler/route")}, p("compiler/route"): nil}, ""},
 		{"route imports a language", map[string][]string{p("compiler/route"): {p("compiler/gatekeeper/ir")}, p("compiler/gatekeeper/ir"): nil}, "compiler/route imports"},
+		{"a reference imports the compiler", map[string][]string{p("reference/gatekeeper"): {p("compiler/gatekeeper")}, p("compiler/gatekeeper"): nil}, "reference/gatekeeper imports"},
 		{"something imports the command line", map[string][]string{p("verify"): {p("cmd/mapc")}, p("cmd/mapc"): nil}, "imports " + p("cmd/mapc")},
 	}
 	for _, c := range cases {
@@ -101,6 +103,8 @@ func layering(graph map[string][]string) []string {
 			switch {
 			case under(p, "cel") && under(d, "compiler"):
 				out = append(out, fmt.Sprintf("%s imports %s%s: cel must know no front end", rel, d, via))
+			case under(p, "reference") && under(d, "compiler"):
+				out = append(out, fmt.Sprintf("%s imports %s%s: a reference engine must know nothing of the translation it checks", rel, d, via))
 			case under(p, "emit") && under(d, "compiler"):
 				out = append(out, fmt.Sprintf("%s imports %s%s: emit must know no front end", rel, d, via))
 			case isShared(p) && under(d, "compiler") && !isShared(d):

@@ -5,4 +5,6 @@
 // MutatingAdmissionPolicies cluster-wide. `make e2e` (hack/e2e.sh) builds kube-apiserver and etcd
 // from the Go module proxy, starts them on 127.0.0.1, runs the tests and tears everything down.
 // See README.md.
+//
+// It only checks what the compiler emits; no other package may import it.
 package e2e

@@ -1,5 +1,8 @@
 // Command mapc compiles Gatekeeper mutators into Kubernetes MutatingAdmissionPolicies and
 // bindings, and checks that they mutate objects exactly as Gatekeeper does.
+//
+// It is the command line (cobra): flags, reading inputs, calling the compiler, verify and suite,
+// and printing. It must hold no translation logic, and nothing may import it.
 package main
 
 import (

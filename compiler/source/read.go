@@ -3,7 +3,8 @@
 // refused if a mapping gives a key twice. Every document keeps its file and the line each of
 // its fields starts on, so that later phases can report "file:line: ...".
 //
-// It does not interpret the documents: which ones are policies is the front ends' business.
+// It does not interpret the documents: which ones are policies is the routes' business. It must
+// not import anything else under compiler/.
 package source
 
 import (

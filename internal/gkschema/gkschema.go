@@ -8,6 +8,8 @@
 // The CRDs under crds/ are copied verbatim from Gatekeeper v3.23.1
 // (manifest_staging/charts/gatekeeper/crds) and processed with the API server's own code from
 // k8s.io/apiextensions-apiserver, in the order its custom resource handler applies it.
+//
+// It must not re-implement what that code decides, nor depend on the rest of mapc.
 package gkschema
 
 import (

@@ -1,4 +1,5 @@
-// Package par runs independent pieces of work on every core.
+// Package par runs independent pieces of work on every core. It must not change results: each
+// piece's result is used in input order, so output never depends on scheduling.
 package par
 
 import (

@@ -1,5 +1,6 @@
 // Package quiet silences klog, through which the API server's admission code (run in process)
 // logs every policy set and failed match: noise for a command-line user and in test output.
+// It must not hide mapc's own messages.
 package quiet
 
 import (

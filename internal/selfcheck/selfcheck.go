@@ -2,6 +2,7 @@
 // the API server code's logging (klog), which the in-process evaluator would otherwise print for
 // every policy set it loads, and turns on cel.SelfCheck, so that every expression those tests
 // compile is also printed by way of cel-go's parser and every fused expression type-checked whole.
+// Only tests may import it.
 package selfcheck
 
 import (

@@ -1,6 +1,8 @@
 // Package typed passes objects of built-in kinds through their Go types and back, as the API
 // server does when it decodes a request and encodes the object again: fields the type omits
 // when empty disappear, fields it always writes appear.
+//
+// It uses the Kubernetes types as they are and must not decide anything about translation.
 package typed
 
 import (

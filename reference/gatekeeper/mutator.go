@@ -21,6 +21,8 @@
 //   - Admit: mutationHandler.Handle/mutateRequest (pkg/webhook/mutation.go)
 //     and the API server's treatment of the answer (a denying answer is an
 //     error; the JSON patch turns the object into the mutated object).
+//
+// It must not import mapc's compiler: the reference knows nothing of the translation it checks.
 package gatekeeper
 
 import (

@@ -4,7 +4,8 @@
 //
 // The IR states what a mutation does in Gatekeeper's engine's terms — a path of steps, what each
 // step tolerates (pathTests), and the operation at its end — and nothing about CEL or patch
-// types. Another input language brings its own model rather than bending this one.
+// types. Another input language brings its own model rather than bending this one. It must not
+// import anything of mapc's.
 package ir
 
 import (

@@ -276,6 +276,7 @@ func Workloads() []WorkloadSpec {
 		{Name: "realistic-20", Mutators: "testdata/bench/realistic-20/mutators.yaml", Objects: objs, Bench: pod,
 			Expert: "testdata/bench/realistic-20/expert-policies.yaml"},
 		{Name: "realistic-50", Mutators: "testdata/bench/realistic-50/mutators.yaml", Objects: objs, Bench: pod},
+		{Name: "realistic-100", Mutators: "testdata/bench/realistic-100/mutators.yaml", Objects: objs, Bench: pod},
 	}
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,8 +62,9 @@ func load(t testing.TB, wl WorkloadSpec) *Workload {
 	return w
 }
 
-// TestRealistic20IsSubsetOf50: realistic-20 repeats 20 mutators of realistic-50 word for word.
-func TestRealistic20IsSubsetOf50(t *testing.T) {
+// TestRealisticSubsets: each realistic workload repeats the next smaller one word for word
+// (realistic-20 ⊂ realistic-50 ⊂ realistic-100), so that their figures compare.
+func TestRealisticSubsets(t *testing.T) {
 	read := func(p string) map[string]string {
 		docs, err := source.ReadPaths([]string{Path(p)}, nil)
 		if err != nil {
@@ -74,17 +76,24 @@ func TestRealistic20IsSubsetOf50(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out[d.Object.GetKind()+"/"+d.Object.GetName()] = string(data)
+			key := d.Object.GetKind() + "/" + d.Object.GetName()
+			if _, dup := out[key]; dup {
+				t.Errorf("%s: %s appears twice", p, key)
+			}
+			out[key] = string(data)
 		}
 		return out
 	}
-	m20, m50 := read("testdata/bench/realistic-20/mutators.yaml"), read("testdata/bench/realistic-50/mutators.yaml")
-	if len(m20) != 20 || len(m50) != 50 {
-		t.Fatalf("realistic-20 has %d mutators, realistic-50 %d", len(m20), len(m50))
-	}
-	for k, v := range m20 {
-		if m50[k] != v {
-			t.Errorf("%s differs from (or is missing in) realistic-50", k)
+	for _, tc := range []struct{ small, large int }{{20, 50}, {50, 100}} {
+		small := read(fmt.Sprintf("testdata/bench/realistic-%d/mutators.yaml", tc.small))
+		large := read(fmt.Sprintf("testdata/bench/realistic-%d/mutators.yaml", tc.large))
+		if len(small) != tc.small || len(large) != tc.large {
+			t.Errorf("realistic-%d has %d mutators, realistic-%d %d", tc.small, len(small), tc.large, len(large))
+		}
+		for k, v := range small {
+			if large[k] != v {
+				t.Errorf("%s of realistic-%d differs from (or is missing in) realistic-%d", k, tc.small, tc.large)
+			}
 		}
 	}
 }

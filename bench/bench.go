@@ -56,6 +56,11 @@ func Load(name string, mutatorPaths, objectPaths []string, bench string) (*Workl
 	if err != nil {
 		return nil, err
 	}
+	return LoadDocs(name, docs, objectPaths, bench)
+}
+
+// LoadDocs is Load with the mutators' documents already read (generated ones, for instance).
+func LoadDocs(name string, docs []*source.Document, objectPaths []string, bench string) (*Workload, error) {
 	w := &Workload{Name: name}
 	for _, d := range docs {
 		if frontend.IsMutator(d.Object) {
@@ -261,10 +266,14 @@ func Check(ctx context.Context, w *Workload, engines map[string]Engine) error {
 // WorkloadSpec names the files of a workload.
 type WorkloadSpec struct {
 	Name     string
-	Mutators string // directory or file, relative to the repository root
-	Objects  string
-	Bench    string // the timed object
-	Expert   string // hand-written policies for the same mutations ("" if none)
+	Mutators string // directory or file, relative to the repository root ("" when Generated)
+	// Generated, when not zero, is the number of mutators GenerateRealistic writes with Seed
+	// instead of reading Mutators.
+	Generated int
+	Seed      int64
+	Objects   string
+	Bench     string // the timed object
+	Expert    string // hand-written policies for the same mutations ("" if none)
 }
 
 // Workloads are the bench's mutator sets.
@@ -277,10 +286,20 @@ func Workloads() []WorkloadSpec {
 			Expert: "testdata/bench/realistic-20/expert-policies.yaml"},
 		{Name: "realistic-50", Mutators: "testdata/bench/realistic-50/mutators.yaml", Objects: objs, Bench: pod},
 		{Name: "realistic-100", Mutators: "testdata/bench/realistic-100/mutators.yaml", Objects: objs, Bench: pod},
+		{Name: "generated-100", Generated: 100, Seed: 1, Objects: objs, Bench: pod},
+		{Name: "generated-200", Generated: 200, Seed: 1, Objects: objs, Bench: pod},
+		{Name: "generated-500", Generated: 500, Seed: 1, Objects: objs, Bench: pod},
 	}
 }
 
-// Load reads the workload.
+// Load reads (or generates) the workload.
 func (s WorkloadSpec) Load() (*Workload, error) {
+	if s.Generated > 0 {
+		docs, err := source.Parse(s.Name+".yaml", GenerateRealistic(s.Generated, s.Seed))
+		if err != nil {
+			return nil, err
+		}
+		return LoadDocs(s.Name, docs, []string{Path(s.Objects)}, s.Bench)
+	}
 	return Load(s.Name, []string{Path(s.Mutators)}, []string{Path(s.Objects)}, s.Bench)
 }

@@ -30,6 +30,7 @@ type admitCase struct {
 	in                  *unstructured.Unstructured // the bench object, normalized
 	err                 error                      // why the engine could not be built (e.g. a refusal)
 	cost                struct{ CEL int64 }        // runtime cost units, summed over every evaluation
+	perObject           int                        // mutations evaluated on the bench object
 	costErr             error
 	allocs              int64
 	compile             time.Duration // for compiled policies
@@ -91,7 +92,8 @@ func setupAdmit(tb testing.TB, wl WorkloadSpec) (cases []*admitCase, mismatch st
 	}
 
 	// The CEL cost is what the plugin's evaluators take from their budgets (admission.CostRecord,
-	// as mapc explain reports it), admitting the bench object once.
+	// as mapc explain reports it), admitting the bench object once; the mutations the object
+	// goes through are those the record lists.
 	for _, c := range cases {
 		if c.err != nil || c.sets == nil {
 			continue
@@ -103,6 +105,9 @@ func setupAdmit(tb testing.TB, wl WorkloadSpec) (cases []*admitCase, mismatch st
 		}
 		for _, x := range rec.Costs() {
 			c.cost.CEL += x.Cost
+			if strings.HasPrefix(x.Expression, "mutations[") {
+				c.perObject++
+			}
 		}
 	}
 	return cases, mismatch

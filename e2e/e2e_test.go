@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
@@ -166,7 +172,8 @@ func hasMutator(docs []*source.Document) bool {
 }
 
 // TestWorkloads runs the benchmark workloads (testdata/bench/<name>/mutators.yaml, e.g. a
-// realistic set of 20 mutators) on the benchmark objects (testdata/bench/objects).
+// realistic set of 20 mutators) on the benchmark objects (testdata/bench/objects), after
+// creating the objects of the workload's cluster.yaml (see clusterObjects).
 func TestWorkloads(t *testing.T) {
 	c := connect(t)
 	files, _ := filepath.Glob(filepath.Join(benchDir, "*", "mutators.yaml"))
@@ -178,7 +185,68 @@ func TestWorkloads(t *testing.T) {
 	objects := readObjects(t, objDir)
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
+			clusterObjects(t, c, f)
 			runCase(t, c, testCase{name: f, mutators: readMutators(t, f), objects: objects})
 		})
+	}
+}
+
+// clusterObjects creates the objects a workload's cluster must hold for the results of its
+// mutators to be admitted: cluster.yaml beside its mutators.yaml, when there is one (a
+// PriorityClass its mutators name, ...). Objects that exist already are left as they are; those
+// it creates are deleted when the test ends. It waits until the API server's admission sees
+// each PriorityClass, as the Priority plugin reads them from an informer cache.
+func clusterObjects(t *testing.T, c *cluster, mutators string) {
+	t.Helper()
+	if filepath.Base(mutators) != "mutators.yaml" {
+		return
+	}
+	path := filepath.Join(filepath.Dir(mutators), "cluster.yaml")
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		return
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, o := range readObjects(t, path) {
+		gvr, _, err := c.resourceFor(o)
+		if err != nil {
+			t.Fatalf("%s: %s %s: the API server does not know this kind: %v", path, o.GetKind(), o.GetName(), err)
+		}
+		switch _, err := c.create(ctx, gvr, o, false); {
+		case err == nil:
+			t.Cleanup(func() {
+				if err := c.deleteObject(context.Background(), gvr, o.GetNamespace(), o.GetName()); err != nil {
+					t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			})
+		case !apierrors.IsAlreadyExists(err):
+			t.Fatalf("%s: creating %s %s: %v", path, o.GetKind(), o.GetName(), err)
+		}
+		if o.GroupVersionKind().GroupKind() == (schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}) {
+			waitPriorityClass(t, c, o.GetName())
+		}
+	}
+}
+
+// waitPriorityClass waits until the API server admits a Pod that names the PriorityClass (a
+// dry-run create in namespace default).
+func waitPriorityClass(t *testing.T, c *cluster, name string) {
+	t.Helper()
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "mapc-e2e-priority-probe", "namespace": "default"},
+		"spec": map[string]any{
+			"priorityClassName": name,
+			"containers":        []any{map[string]any{"name": "probe", "image": "busybox"}},
+		},
+	}}
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, activationTimeout, true, func(ctx context.Context) (bool, error) {
+		_, last = c.create(ctx, corev1.SchemeGroupVersion.WithResource("pods"), pod, true)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("PriorityClass %s: a Pod that names it is still refused after %v: %v", name, activationTimeout, last)
 	}
 }

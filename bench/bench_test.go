@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mapc-dev/mapc/compiler"
 	frontend "github.com/mapc-dev/mapc/compiler/gatekeeper"
@@ -145,7 +147,15 @@ func TestMismatchesStayFixed(t *testing.T) {
 					t.Fatal(err)
 				}
 				w := &Workload{Name: f}
+				var nss []*corev1.Namespace
 				for _, d := range docs {
+					if d.Object.GetKind() == "Namespace" && d.Object.GetAPIVersion() == "v1" {
+						ns := &corev1.Namespace{}
+						if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object.Object, ns); err != nil {
+							t.Fatal(err)
+						}
+						nss = append(nss, ns)
+					}
 					if frontend.IsMutator(d.Object) {
 						w.Docs = append(w.Docs, d)
 						w.Mutators = append(w.Mutators, d.Object)
@@ -157,7 +167,7 @@ func TestMismatchesStayFixed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				v, err := verify.NewSets(w.Mutators, sets, verify.Options{Idempotence: true})
+				v, err := verify.NewSets(w.Mutators, sets, verify.Options{Idempotence: true, Namespaces: nss})
 				if err != nil {
 					t.Fatal(err)
 				}

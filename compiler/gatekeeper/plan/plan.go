@@ -477,8 +477,9 @@ func createdElement(m *ir.Mutation, v any) (map[string]any, int) {
 // sets a constant (creating no list element) at a field of elements that may be f's, and f's
 // element already holds exactly that value there: g writes the value where it is, whatever its
 // tests decide, and where f replaces the element after g, g's writes there are gone. And when
-// g prunes a list below such elements (object fields only) that f's element lacks, or that holds
-// none of g's values: g removes nothing there, and where f replaces the element after g, what g
+// g prunes a list below such elements (object fields only) that f's element lacks (though it
+// has every parent of the list: Gatekeeper creates missing ones), or that holds none of g's
+// values: g removes nothing there, and where f replaces the element after g, what g
 // removed from the one before is gone with it. (One expression computing both from the same
 // object must then leave that element out of g's operations: prunedAround.)
 func (g *footprint) keepsLiteral(f *footprint) bool {
@@ -504,13 +505,16 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 		}
 	}
 	var v any = f.literalFor(g.m)
-	for _, s := range g.full[f.elemAt+1:] {
+	for k, s := range g.full[f.elemAt+1:] {
 		obj, ok := v.(map[string]any)
 		if s.list || s.field == anyField || !ok {
 			return false
 		}
 		if v, ok = obj[s.field]; !ok {
-			return isPrune // nothing to prune
+			// Where the list itself is missing there is nothing to prune; a missing parent of
+			// it, Gatekeeper's walk creates (empty) before it finds nothing to prune, which
+			// changes the element.
+			return isPrune && f.elemAt+1+k == len(g.full)-1
 		}
 	}
 	if isPrune {

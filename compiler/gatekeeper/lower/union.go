@@ -58,6 +58,86 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 			vals, conds = append(vals, v), append(conds, when)
 		}
 	}
+	var list cel.Expr
+	if terms := beforeTerms(parts); terms > maxUnionTerms && f.TwoVar {
+		// Each value under the conditions of every earlier merge holding it grows with the
+		// square of the merges (70 merges of one value: 424,152 code points, past what the API
+		// server's CEL parses). Instead each merge's values are listed under its own condition
+		// alone, and the first of equal values is kept at run time.
+		var err error
+		if list, vals, err = firstOfEqual(parts); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if list, err = optionalValues(vals, conds); err != nil {
+			return nil, err
+		}
+	}
+	u := *m
+	u.Match.LabelSelector = nil
+	u.Op = ir.MergeSet{Values: vals}
+	u.Completions = nil
+	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, union: cel.Ident(unionValues)}
+	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
+	if err != nil {
+		return nil, err
+	}
+	if cel.Uses(ops, unionValues) > 1 {
+		ops = cel.Let(unionValues, list, ops)
+	} else {
+		ops = cel.Substitute(ops, unionValues, list)
+	}
+	return cel.Guarded(cel.Or(whens...), ops), nil
+}
+
+// maxUnionTerms bounds the conditions of earlier merges a union writes for its values
+// (beforeTerms) before it lists them once per merge instead (firstOfEqual).
+const maxUnionTerms = 256
+
+// beforeTerms counts, over the values of the merges, the earlier merges holding each.
+func beforeTerms(parts []MergePart) int {
+	n := 0
+	for i, p := range parts {
+		for _, v := range dedupe(p.Values) {
+			for _, q := range parts[:i] {
+				if holds(q.Values, v) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// firstOfEqual is the list of the values the merges add, in their order, each where its merge
+// applies, with only the first of equal values kept:
+// all.transformList(i, x, !all.exists(j, y, j < i && y == x), x) over all the merges' values;
+// and those values, each once.
+func firstOfEqual(parts []MergePart) (cel.Expr, []any, error) {
+	var vals, distinct []any
+	var conds []cel.Expr
+	for _, p := range parts {
+		for _, v := range dedupe(p.Values) {
+			vals, conds = append(vals, v), append(conds, p.When)
+			if !holds(distinct, v) {
+				distinct = append(distinct, v)
+			}
+		}
+	}
+	all, err := optionalValues(vals, conds)
+	if err != nil {
+		return nil, nil, err
+	}
+	const allName = "listed"
+	i, x, j, y := cel.Ident("i"), cel.Ident("x"), cel.Ident("j"), cel.Ident("y")
+	earlier := cel.Method(cel.Ident(allName), "exists", j, y, cel.And(cel.Bin("<", j, i), cel.Bin("==", y, x)))
+	keep := cel.Method(cel.Ident(allName), "transformList", i, x, cel.Not(earlier), x)
+	return cel.Let(allName, all, keep), distinct, nil
+}
+
+// optionalValues is the list literal of vals, each an element where its condition holds.
+func optionalValues(vals []any, conds []cel.Expr) (cel.Expr, error) {
 	elems, opt := make([]cel.Expr, len(vals)), make([]bool, len(vals))
 	mixed := !cel.Homogeneous(vals)
 	for i, v := range vals {
@@ -74,22 +154,7 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 		}
 		elems[i] = e
 	}
-	u := *m
-	u.Match.LabelSelector = nil
-	u.Op = ir.MergeSet{Values: vals}
-	u.Completions = nil
-	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, union: cel.Ident(unionValues)}
-	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
-	if err != nil {
-		return nil, err
-	}
-	list := cel.OptionalList(elems, opt)
-	if cel.Uses(ops, unionValues) > 1 {
-		ops = cel.Let(unionValues, list, ops)
-	} else {
-		ops = cel.Substitute(ops, unionValues, list)
-	}
-	return cel.Guarded(cel.Or(whens...), ops), nil
+	return cel.OptionalList(elems, opt), nil
 }
 
 // holds: is a value of vals equal to v (as Gatekeeper compares them)?

@@ -397,7 +397,7 @@ func runCase(ctx context.Context, c *gen.Case) *caseResult {
 		return res
 	}
 	defer v.Close()
-	res.gkConflicts = v.gk.Conflicts()
+	res.gkConflicts = v.ref.(*gatekeeperReference).engine.Conflicts()
 	// The compiler emits nothing for a mutator Gatekeeper skips for a schema conflict.
 	for _, g := range res.out.Groups {
 		for _, m := range g.Mutations {

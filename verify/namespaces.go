@@ -134,7 +134,7 @@ func (v *Verifier) checkNamespace(ctx context.Context, in, old *unstructured.Uns
 	if ns == "" || v.nsByName[ns] != nil || in.GetKind() == "Namespace" && in.GroupVersionKind().Group == "" {
 		return nil
 	}
-	uses, assumed := v.mutatorNamespaces.Uses(in, op)
+	uses, assumed := v.ref.NamespaceUses(in, op)
 	tr := &admission.Trace{}
 	err := v.ev.CheckNamespace(admission.WithTrace(ctx, tr), v.sets, admission.Request{Object: in.DeepCopy(), OldObject: old, Operation: op})
 	var nerr *admission.NamespaceNotGivenError

@@ -1,11 +1,13 @@
-// Package verify admits objects both ways — through Gatekeeper's own engine (package
-// reference/gatekeeper) and through the emitted MutatingAdmissionPolicies run by the API server's
-// own MAP code (package cel/admission) — in many policy orders, and reports every difference.
+// Package verify admits objects both ways — through a reference engine (a Reference: by default
+// Gatekeeper's own engine, package reference/gatekeeper) and through the emitted
+// MutatingAdmissionPolicies run by the API server's own MAP code (package cel/admission) — in many
+// policy orders, and reports every difference.
 //
 // It decides nothing about translation; it only compares.
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand"
@@ -26,7 +28,6 @@ import (
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/internal/typed"
-	"github.com/mapc-dev/mapc/reference/gatekeeper"
 )
 
 // Options tune a Verifier.
@@ -60,6 +61,10 @@ type Options struct {
 	// admission.gatekeeper.sh/ignore too (by default it is installed with a namespaceSelector
 	// that skips them, as its Helm chart and manifest install it).
 	MutateIgnoredNamespaces bool
+	// Reference is the engine the policies are compared with; nil is Gatekeeper's engine, built
+	// from the mutators with ExcludedNamespaces and MutateIgnoredNamespaces. A Reference given
+	// is built already: New and NewSets then refuse mutators, and those two fields are its own.
+	Reference Reference
 }
 
 // Case is one admission request.
@@ -80,8 +85,10 @@ type Result struct {
 	WantErr string
 	Got     *unstructured.Unstructured
 	GotErr  string
-	Diff    string // unified diff, Gatekeeper (want) to MAPs (got)
+	Diff    string // unified diff, the reference (want) to MAPs (got)
 	Reason  string
+	// Reference names the engine that gave Want (Reference.Name), for reports.
+	Reference string
 	// Ignored are the policies' failing expressions that failurePolicy Ignore skipped while
 	// admitting the case (in the failing order, for a failed case).
 	Ignored []string
@@ -92,13 +99,12 @@ type Result struct {
 
 // Verifier holds both engines for one set of mutators and their compiled policies.
 type Verifier struct {
-	opts              Options
-	gk                *gatekeeper.Engine
-	ev                *admission.Evaluator
-	sets              []admission.PolicySet
-	orders            [][]int
-	nsByName          map[string]*corev1.Namespace
-	mutatorNamespaces *MutatorNamespaces
+	opts     Options
+	ref      Reference
+	ev       *admission.Evaluator
+	sets     []admission.PolicySet
+	orders   [][]int
+	nsByName map[string]*corev1.Namespace
 	// notes collects what the cases assumed of namespaces not given.
 	notes *admission.Trace
 }
@@ -113,6 +119,7 @@ func New(mutators []*unstructured.Unstructured, policies []*emit.Policy, opts Op
 }
 
 // NewSets is New for policies given with any number of bindings each (e.g. hand-written MAPs).
+// With Options.Reference, mutators must be empty: the reference has its own.
 func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, opts Options) (*Verifier, error) {
 	if opts.AllOrdersUpTo == 0 {
 		opts.AllOrdersUpTo = 24
@@ -120,35 +127,22 @@ func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, 
 	if opts.Shuffles == 0 {
 		opts.Shuffles = 6
 	}
-	gk, err := gatekeeper.New(mutators)
-	if err != nil {
-		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
-	}
-	gk.SetWebhookNamespaceSelector(!opts.MutateIgnoredNamespaces)
-	if len(opts.ExcludedNamespaces) > 0 {
-		var ws []any
-		for _, w := range opts.ExcludedNamespaces {
-			ws = append(ws, w)
+	ref := opts.Reference
+	if ref == nil {
+		gk, err := newGatekeeperReference(mutators, opts)
+		if err != nil {
+			return nil, err
 		}
-		cfg := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "config.gatekeeper.sh/v1alpha1", "kind": "Config",
-			"metadata": map[string]any{"name": "config", "namespace": "gatekeeper-system"},
-			"spec":     map[string]any{"match": []any{map[string]any{"processes": []any{"mutation-webhook"}, "excludedNamespaces": ws}}},
-		}}
-		if err := gk.SetConfig(cfg); err != nil {
-			return nil, fmt.Errorf("Gatekeeper's Config: %w", err)
-		}
-	}
-	mns, err := NewMutatorNamespaces(mutators, !opts.MutateIgnoredNamespaces, opts.ExcludedNamespaces)
-	if err != nil {
-		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
+		ref = gk
+	} else if len(mutators) > 0 {
+		return nil, fmt.Errorf("%d mutator(s) given with a reference engine (%s) of its own: give either", len(mutators), ref.Name())
 	}
 	ev, err := admission.New(admission.Options{Namespaces: opts.Namespaces, GiveNamespacesWith: opts.GiveNamespacesWith,
 		CRDs: opts.CRDs, Params: opts.Params, GiveCRDsWith: opts.GiveCRDsWith})
 	if err != nil {
 		return nil, fmt.Errorf("the API server's MAP code: %w", err)
 	}
-	v := &Verifier{opts: opts, gk: gk, ev: ev, nsByName: map[string]*corev1.Namespace{}, mutatorNamespaces: mns, notes: &admission.Trace{}}
+	v := &Verifier{opts: opts, ref: ref, ev: ev, nsByName: map[string]*corev1.Namespace{}, notes: &admission.Trace{}}
 	for _, ns := range opts.Namespaces {
 		v.nsByName[ns.Name] = ns
 	}
@@ -213,31 +207,33 @@ func (v *Verifier) namespaceOf(obj *unstructured.Unstructured) *corev1.Namespace
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
 }
 
-// gatekeeperAlike: does Gatekeeper, admitting the result got again, also give again? Then a
-// result that changes on re-admission is Gatekeeper's behaviour, reproduced (a keyed list
-// element whose key the API server drops as empty is not found again, and added again, by both).
-func (v *Verifier) gatekeeperAlike(ctx context.Context, got, again *unstructured.Unstructured, op admissionv1.Operation) bool {
+// referenceAlike: does the reference, admitting the result got again, also give again? Then a
+// result that changes on re-admission is the reference's behaviour, reproduced (in Gatekeeper, a
+// keyed list element whose key the API server drops as empty is not found again, and added again,
+// by both).
+func (v *Verifier) referenceAlike(ctx context.Context, got, again *unstructured.Unstructured, op admissionv1.Operation) bool {
 	in, err := Normalize(got)
 	if err != nil {
 		return false
 	}
-	gk, err := v.gk.Admit(ctx, gatekeeper.Request{Object: in.DeepCopy(), Namespace: v.namespaceOf(in), Operation: op})
+	ref, err := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), Namespace: v.namespaceOf(in), Operation: op})
 	if err == nil {
-		gk, err = normalize(gk, false)
+		ref, err = normalize(ref, false)
 	}
-	return err == nil && apiequality.Semantic.DeepEqual(gk.Object, again.Object)
+	return err == nil && apiequality.Semantic.DeepEqual(ref.Object, again.Object)
 }
 
-// Check admits one case through Gatekeeper once and through the policies in every order.
+// Check admits one case through the reference once and through the policies in every order.
 //
-// A case in a namespace not given fails, asking for the Namespace object, when a mutator (its
-// match.namespaceSelector, where the rest of its match and applyTo hold) or a policy (see
+// A case in a namespace not given fails, asking for the Namespace object, when the reference
+// (for Gatekeeper, a mutator's match.namespaceSelector, where the rest of its match and applyTo
+// hold; see Reference.NamespaceUses) or a policy (see
 // admission.NamespaceNotGivenError) looks at that namespace's labels: both engines would take it
 // as unlabelled. The admission.gatekeeper.sh/ignore label is taken as absent instead (see
 // AssumedNamespaces).
 func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	in, err := Normalize(c.Object)
-	res := Result{Case: c.Name}
+	res := Result{Case: c.Name, Reference: v.ref.Name()}
 	if res.Case == "" {
 		res.Case = caseName(c.Object)
 	}
@@ -253,7 +249,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		res.Reason = nerr.Error()
 		return res
 	}
-	want, werr := v.gk.Admit(ctx, gatekeeper.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op})
+	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op})
 	if werr == nil {
 		// The API server decodes a webhook's result leniently: unknown fields are dropped.
 		want, werr = normalize(want, false)
@@ -277,7 +273,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		}
 		v.notes.Merge(tr)
 		ignored := ignoredFailures(tr)
-		if reason := compare(want, werr, got, gerr); reason != "" {
+		if reason := compare(v.ref.Name(), want, werr, got, gerr); reason != "" {
 			res.Order, res.Got, res.Reason, res.Ignored = names, got, reason, ignored
 			if len(res.Ignored) > 0 {
 				// A failure the policies skipped is the likely cause.
@@ -286,7 +282,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			if gerr != nil {
 				res.GotErr = gerr.Error()
 			}
-			res.Diff = diff(want, got)
+			res.Diff = v.diff(want, got)
 			return res
 		}
 		for _, f := range ignored {
@@ -299,8 +295,8 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			if aerr == nil {
 				again, aerr = Normalize(again)
 			}
-			if aerr == nil && !apiequality.Semantic.DeepEqual(again.Object, got.Object) && v.gatekeeperAlike(ctx, got, again, op) {
-				continue // Gatekeeper's own result changes again, and the same way
+			if aerr == nil && !apiequality.Semantic.DeepEqual(again.Object, got.Object) && v.referenceAlike(ctx, got, again, op) {
+				continue // the reference's own result changes again, and the same way
 			}
 			if aerr != nil || !apiequality.Semantic.DeepEqual(again.Object, got.Object) {
 				res.Order, res.Got = names, again
@@ -308,7 +304,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 				if aerr != nil {
 					res.GotErr = aerr.Error()
 				}
-				res.Diff = diff(got, again)
+				res.Diff = v.diff(got, again)
 				return res
 			}
 		}
@@ -318,16 +314,17 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	return res
 }
 
-func compare(want *unstructured.Unstructured, werr error, got *unstructured.Unstructured, gerr error) string {
+// compare says how the policies' result differs from the reference's (named ref), "" if not.
+func compare(ref string, want *unstructured.Unstructured, werr error, got *unstructured.Unstructured, gerr error) string {
 	switch {
 	case werr != nil && gerr != nil:
 		return "" // both deny
 	case werr != nil:
-		return "Gatekeeper denies the request but the policies admit it"
+		return ref + " denies the request but the policies admit it"
 	case gerr != nil:
-		return "the policies deny the request but Gatekeeper admits it"
+		return "the policies deny the request but " + ref + " admits it"
 	case !apiequality.Semantic.DeepEqual(want.Object, got.Object):
-		return "the policies mutate the object differently from Gatekeeper"
+		return "the policies mutate the object differently from " + ref
 	}
 	return ""
 }
@@ -368,7 +365,10 @@ func normalize(o *unstructured.Unstructured, strict bool) (*unstructured.Unstruc
 	return out, nil
 }
 
-func diff(a, b *unstructured.Unstructured) string { return DiffObjects(a, b, "gatekeeper", "policies") }
+// diff is DiffObjects from the reference (named in lower case) to the policies.
+func (v *Verifier) diff(a, b *unstructured.Unstructured) string {
+	return DiffObjects(a, b, strings.ToLower(v.ref.Name()), "policies")
+}
 
 // DiffObjects is a unified diff of two objects as YAML, from a (named from) to b (named to).
 func DiffObjects(a, b *unstructured.Unstructured, from, to string) string {
@@ -417,7 +417,7 @@ func Report(rs []Result) string {
 			fmt.Fprintf(&b, "  policy order: %s\n", strings.Join(r.Order, ", "))
 		}
 		if r.WantErr != "" {
-			fmt.Fprintf(&b, "  Gatekeeper: %s\n", r.WantErr)
+			fmt.Fprintf(&b, "  %s: %s\n", cmp.Or(r.Reference, "want"), r.WantErr)
 		}
 		if r.GotErr != "" {
 			fmt.Fprintf(&b, "  policies: %s\n", r.GotErr)

@@ -276,25 +276,33 @@ func (c *cluster) deleteNamespace(ctx context.Context, name string) error {
 
 // applyPolicies creates policies and bindings, each first as a server-side dry run.
 func (c *cluster) applyPolicies(ctx context.Context, ps []*emit.Policy) error {
+	var objs []any
 	for _, p := range ps {
-		for _, obj := range []any{p.Policy, p.Binding} {
-			m, err := emit.Versioned(obj, c.mapAPI)
-			if err != nil {
-				return err
-			}
-			u := &unstructured.Unstructured{Object: m}
-			gvr := c.policy
-			if u.GetKind() == "MutatingAdmissionPolicyBinding" {
-				gvr = c.binding
-			}
-			for _, dry := range []bool{true, false} {
-				if _, err := c.create(ctx, gvr, u, dry); err != nil {
-					what := "creating"
-					if dry {
-						what = "dry-run creating"
-					}
-					return fmt.Errorf("the API server rejects %s %s: %s %v", u.GetKind(), u.GetName(), what, err)
+		objs = append(objs, p.Policy, p.Binding)
+	}
+	return c.applyObjects(ctx, objs)
+}
+
+// applyObjects creates MutatingAdmissionPolicy and binding objects in the API version the server
+// serves, each first as a server-side dry run.
+func (c *cluster) applyObjects(ctx context.Context, objs []any) error {
+	for _, obj := range objs {
+		m, err := emit.Versioned(obj, c.mapAPI)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		gvr := c.policy
+		if u.GetKind() == "MutatingAdmissionPolicyBinding" {
+			gvr = c.binding
+		}
+		for _, dry := range []bool{true, false} {
+			if _, err := c.create(ctx, gvr, u, dry); err != nil {
+				what := "creating"
+				if dry {
+					what = "dry-run creating"
 				}
+				return fmt.Errorf("the API server rejects %s %s: %s %v", u.GetKind(), u.GetName(), what, err)
 			}
 		}
 	}

@@ -240,29 +240,14 @@ func paramsPod(pc paramsCase) *unstructured.Unstructured {
 // applySets creates policies with any number of bindings (dry run first), in the API version the
 // server serves.
 func (c *cluster) applySets(ctx context.Context, sets []admission.PolicySet) error {
+	var objs []any
 	for _, s := range sets {
-		objs := []any{s.Policy}
+		objs = append(objs, s.Policy)
 		for _, b := range s.Bindings {
 			objs = append(objs, b)
 		}
-		for _, obj := range objs {
-			m, err := emit.Versioned(obj, c.mapAPI)
-			if err != nil {
-				return err
-			}
-			u := &unstructured.Unstructured{Object: m}
-			gvr := c.policy
-			if u.GetKind() == "MutatingAdmissionPolicyBinding" {
-				gvr = c.binding
-			}
-			for _, dry := range []bool{true, false} {
-				if _, err := c.create(ctx, gvr, u, dry); err != nil {
-					return fmt.Errorf("the API server rejects %s %s (dry run %v): %v", u.GetKind(), u.GetName(), dry, err)
-				}
-			}
-		}
 	}
-	return nil
+	return c.applyObjects(ctx, objs)
 }
 
 // createParamsPod dry-run creates a Pod, retrying while the API server's param informer has not

@@ -271,3 +271,42 @@ func TestCompileLayoutsAndExplain(t *testing.T) {
 		t.Errorf("explain json: exit %d\n%s", code, out)
 	}
 }
+
+// cliCase is one run of a mapc command in a table test: its arguments, exit status, and the
+// fragments its output must (or, noStdout, must not) hold.
+type cliCase struct {
+	name     string
+	args     []string
+	code     int
+	stdout   []string // fragments expected on stdout
+	noStdout []string
+	stderr   []string
+}
+
+// runCLICases runs each case as `mapc command args...`.
+func runCLICases(t *testing.T, command string, cases []cliCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", append([]string{command}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, s := range tc.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.noStdout {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout has %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+		})
+	}
+}

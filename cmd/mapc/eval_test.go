@@ -170,14 +170,7 @@ func TestEval(t *testing.T) {
 	pod2 := writeFile(t, dir, "pod2.yaml", podV2)
 	cm := writeFile(t, dir, "cm.yaml", configMap)
 
-	tests := []struct {
-		name     string
-		args     []string
-		code     int
-		stdout   []string // lines or fragments expected on stdout
-		stderr   []string
-		noStdout []string
-	}{
+	tests := []cliCase{
 		{
 			name:   "the compiled examples mutate a Pod",
 			args:   []string{"--policies", examples, "-f", "../../examples/objects/pod-default-nginx-basic.yaml", "--namespaces", "../../examples/objects/namespaces.yaml"},
@@ -259,29 +252,7 @@ func TestEval(t *testing.T) {
 		{name: "missing file", args: []string{"--policies", filepath.Join(dir, "nope.yaml"), "-f", pod}, code: 1, stderr: []string{"no such file"}},
 		{name: "only policies in -f", args: []string{"--policies", owner, "-f", owner}, code: 1, stderr: []string{"no objects to admit"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, "", append([]string{"eval"}, tc.args...)...)
-			if code != tc.code {
-				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
-			}
-			for _, s := range tc.stdout {
-				if !strings.Contains(stdout, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.noStdout {
-				if strings.Contains(stdout, s) {
-					t.Errorf("stdout has %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.stderr {
-				if !strings.Contains(stderr, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, "eval", tests)
 }
 
 func TestEvalJSON(t *testing.T) {

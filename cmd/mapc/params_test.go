@@ -100,14 +100,7 @@ func TestEvalParams(t *testing.T) {
 	empty := writeFile(t, dir, "empty.yaml", "# nothing\n")
 	pod := writeFile(t, dir, "pod.yaml", podV1)
 
-	tests := []struct {
-		name     string
-		args     []string
-		code     int
-		stdout   []string
-		noStdout []string
-		stderr   []string
-	}{
+	tests := []cliCase{
 		{
 			name:   "a ConfigMap param gives the value",
 			args:   []string{"--policies", policy, "-f", pod, "--params", cm},
@@ -168,29 +161,7 @@ func TestEvalParams(t *testing.T) {
 			code: 2, stderr: []string{"only one of --policies, -f, --namespaces, --crd, --params, --old-object can read standard input"},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, "", append([]string{"eval"}, tc.args...)...)
-			if code != tc.code {
-				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
-			}
-			for _, s := range tc.stdout {
-				if !strings.Contains(stdout, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.noStdout {
-				if strings.Contains(stdout, s) {
-					t.Errorf("stdout has %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.stderr {
-				if !strings.Contains(stderr, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, "eval", tests)
 }
 
 // A hand-written policy taking its value from a param is verified against the mutator with the
@@ -206,13 +177,7 @@ func TestVerifyParams(t *testing.T) {
 	crd := writeFile(t, dir, "crd.yaml", gadgetCRD)
 	gadget := writeFile(t, dir, "gadget.yaml", ownerGadget)
 
-	tests := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-	}{
+	tests := []cliCase{
 		{
 			name:   "the param's value is Gatekeeper's",
 			args:   []string{"-f", mutator, "-f", pod, "--policies", policy, "--params", cm},
@@ -248,24 +213,7 @@ func TestVerifyParams(t *testing.T) {
 			stderr: []string{"--params is for --policies with a paramKind"},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, "", append([]string{"verify"}, tc.args...)...)
-			if code != tc.code {
-				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
-			}
-			for _, s := range tc.stdout {
-				if !strings.Contains(stdout, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.stderr {
-				if !strings.Contains(stderr, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, "verify", tests)
 }
 
 // The parameterised examples pass, and mapc eval gives what their suites expect.

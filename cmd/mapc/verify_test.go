@@ -39,14 +39,7 @@ func TestVerify(t *testing.T) {
 	both := writeFile(t, dir, "both.yaml", ownerMutator+"---\n"+podV1)
 	noNamespace := writeFile(t, dir, "nons.yaml", strings.Replace(podV1, "  namespace: default\n", "", 1))
 
-	tests := []struct {
-		name     string
-		args     []string
-		code     int
-		stdout   []string
-		noStdout []string
-		stderr   []string
-	}{
+	tests := []cliCase{
 		{
 			name:     "the bundled examples all pass",
 			args:     []string{"-f", "../../examples/gatekeeper", "-f", "../../examples/objects"},
@@ -113,29 +106,7 @@ func TestVerify(t *testing.T) {
 		{name: "bad version", args: []string{"-f", both, "--kubernetes-version", "1.20"}, code: 2},
 		{name: "unknown flag", args: []string{"-f", both, "--frobnicate"}, code: 2},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, "", append([]string{"verify"}, tc.args...)...)
-			if code != tc.code {
-				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
-			}
-			for _, s := range tc.stdout {
-				if !strings.Contains(stdout, s) {
-					t.Errorf("stdout lacks %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.noStdout {
-				if strings.Contains(stdout, s) {
-					t.Errorf("stdout has %q:\n%s", s, stdout)
-				}
-			}
-			for _, s := range tc.stderr {
-				if !strings.Contains(stderr, s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr)
-				}
-			}
-		})
-	}
+	runCLICases(t, "verify", tests)
 }
 
 // Every object of the examples is reported, and passes.

@@ -45,20 +45,14 @@ func wildcard(w string, s cel.Expr, generateName bool) cel.Expr {
 }
 
 // NamespacesMatch is Gatekeeper's namespacesMatch for match.namespaces.
-func NamespacesMatch(ws []string) cel.Expr {
-	if len(ws) == 0 {
-		return cel.True
-	}
-	ns := namespaceName()
-	var any []cel.Expr
-	for _, w := range ws {
-		any = append(any, Wildcard(w, ns))
-	}
-	return cel.Or(cel.Bin("==", ns, cel.Str("")), cel.Or(any...))
-}
+func NamespacesMatch(ws []string) cel.Expr { return namespaceListMatch(ws, false) }
 
 // ExcludedNamespacesMatch is Gatekeeper's excludedNamespacesMatch.
-func ExcludedNamespacesMatch(ws []string) cel.Expr {
+func ExcludedNamespacesMatch(ws []string) cel.Expr { return namespaceListMatch(ws, true) }
+
+// namespaceListMatch: true without a namespace (cluster-scoped) or when the namespace matches
+// one of ws (excluded: matches none of them); true for an empty ws.
+func namespaceListMatch(ws []string, excluded bool) cel.Expr {
 	if len(ws) == 0 {
 		return cel.True
 	}
@@ -67,7 +61,11 @@ func ExcludedNamespacesMatch(ws []string) cel.Expr {
 	for _, w := range ws {
 		any = append(any, Wildcard(w, ns))
 	}
-	return cel.Or(cel.Bin("==", ns, cel.Str("")), cel.Not(cel.Or(any...)))
+	match := cel.Or(any...)
+	if excluded {
+		match = cel.Not(match)
+	}
+	return cel.Or(cel.Bin("==", ns, cel.Str("")), match)
 }
 
 // NameMatch is Gatekeeper's namesMatch for match.name.

@@ -35,6 +35,7 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 	var vals []any
 	var conds, whens []cel.Expr
 	seen := map[string]bool{}
+	terms := 0 // the conditions of earlier merges written for the values
 	for i, p := range parts {
 		if k := cel.String(p.When); !seen[k] {
 			seen[k] = true
@@ -51,6 +52,7 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 					}
 				}
 			}
+			terms += len(before)
 			when := cel.And(p.When, not(cel.Or(before...)))
 			if when == cel.False {
 				continue // an earlier merge adds it wherever this one applies
@@ -59,7 +61,7 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 		}
 	}
 	var list cel.Expr
-	if terms := beforeTerms(parts); terms > maxUnionTerms && f.TwoVar {
+	if terms > maxUnionTerms && f.TwoVar {
 		// Each value under the conditions of every earlier merge holding it grows with the
 		// square of the merges (70 merges of one value: 424,152 code points, past what the API
 		// server's CEL parses). Instead each merge's values are listed under its own condition
@@ -91,24 +93,9 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 	return cel.Guarded(cel.Or(whens...), ops), nil
 }
 
-// maxUnionTerms bounds the conditions of earlier merges a union writes for its values
-// (beforeTerms) before it lists them once per merge instead (firstOfEqual).
+// maxUnionTerms bounds the conditions of earlier merges a union writes for its values before
+// it lists them once per merge instead (firstOfEqual).
 const maxUnionTerms = 256
-
-// beforeTerms counts, over the values of the merges, the earlier merges holding each.
-func beforeTerms(parts []MergePart) int {
-	n := 0
-	for i, p := range parts {
-		for _, v := range dedupe(p.Values) {
-			for _, q := range parts[:i] {
-				if holds(q.Values, v) {
-					n++
-				}
-			}
-		}
-	}
-	return n
-}
 
 // firstOfEqual is the list of the values the merges add, in their order, each where its merge
 // applies, with only the first of equal values kept:

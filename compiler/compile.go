@@ -17,6 +17,7 @@ import (
 
 	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/backend"
+	kyvernobackend "github.com/mapc-dev/mapc/compiler/kyverno/backend"
 	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
@@ -24,7 +25,7 @@ import (
 
 // routes are the input languages, each claiming its documents; the first that claims a
 // document gets it.
-var routes = []route.Route{backend.Route{}}
+var routes = []route.Route{backend.Route{}, kyvernobackend.Route{}}
 
 // DefaultKubernetesVersion is the version compiled for when none is given.
 const DefaultKubernetesVersion = route.DefaultKubernetesVersion

@@ -1,0 +1,364 @@
+// Package backend is Kyverno's route through the compiler: it takes the Kyverno policies the
+// route claims, reads each with the front end (package kyverno), lowers each mutate rule (package
+// lower) and builds one MutatingAdmissionPolicy per Kyverno policy (package emit) whose
+// mutations are the policy's rules in Kyverno's order, each guarded by the rule's match and
+// exclude blocks as Kyverno evaluates them on the object the rule sees.
+//
+// It must not import another language's packages; what it shares with them is package cel,
+// package emit, compiler/diag, compiler/route and compiler/source.
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/diag"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
+	"github.com/mapc-dev/mapc/compiler/kyverno/lower"
+	"github.com/mapc-dev/mapc/compiler/route"
+	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
+)
+
+// namePrefix starts the name of every policy compiled from a Kyverno policy.
+const (
+	namePrefix   = "kyverno-"
+	shortestName = namePrefix + "policy-x"
+)
+
+// Route is Kyverno's route (route.Route).
+type Route struct{}
+
+// Input names a Kyverno input policy.
+func (Route) Input() string { return "Kyverno policy" }
+
+// Kinds are Kyverno's policy kinds.
+func (Route) Kinds() []string { return kyverno.Kinds }
+
+// ShortestName is the shortest name of a policy compiled from a Kyverno policy.
+func (Route) ShortestName() string { return shortestName }
+
+// Claims Kyverno's ClusterPolicies and Policies.
+func (Route) Claims(d *source.Document) bool { return kyverno.IsPolicy(d.Object) }
+
+// Compile compiles the Kyverno policies among docs.
+func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output {
+	out := &route.Output{}
+	if len(docs) == 0 {
+		return out
+	}
+	if opts.KubernetesVersion == nil {
+		opts.KubernetesVersion, _ = route.ParseVersion(route.DefaultKubernetesVersion)
+	}
+	env := cel.NewEnv(opts.KubernetesVersion)
+	for _, d := range docs {
+		obj := d.Object
+		st := route.MutatorStatus{Mutator: obj.GetKind() + "/" + obj.GetName(), File: d.File, Line: d.Line}
+		p, problems, notes := kyverno.Read(d)
+		out.Notes = append(out.Notes, notes...)
+		if p == nil && len(problems) == 0 {
+			continue // no mutate rules: noted
+		}
+		if len(problems) == 0 {
+			pol, err := compilePolicy(env, p, opts)
+			if err != nil {
+				problems = append(problems, err)
+			} else if pol == nil {
+				st.Status = route.LeftOut
+				st.Reasons = []string{"no rule can change an object"}
+			} else {
+				out.Policies = append(out.Policies, pol)
+				st.Status = route.Compiled
+				st.Policies = []string{pol.Policy.Name}
+			}
+		}
+		if len(problems) > 0 {
+			st.Status = route.Refused
+			for _, e := range problems {
+				var pr *diag.Problem
+				if errors.As(e, &pr) {
+					st.Reasons = append(st.Reasons, pr.Reason())
+				} else {
+					st.Reasons = append(st.Reasons, e.Error())
+				}
+			}
+			out.Problems = append(out.Problems, problems...)
+		}
+		out.Mutators = append(out.Mutators, st)
+	}
+	return out
+}
+
+// policyName is "kyverno-clusterpolicy-<name>", or "kyverno-policy-<namespace>-<name>".
+func policyName(p *kyverno.Policy) string {
+	if p.Namespace != "" {
+		return namePrefix + "policy-" + p.Namespace + "-" + p.Name
+	}
+	return namePrefix + strings.ToLower(p.Kind) + "-" + p.Name
+}
+
+// problem positions err (a lowering refusal or a check failure) at rule r of p.
+func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
+	field := r.Field
+	if sub != "" {
+		field += "." + sub
+	}
+	var fe *lower.FieldError
+	msg := err.Error()
+	if errors.As(err, &fe) {
+		if fe.Field != "" {
+			field += "." + fe.Field
+		}
+		msg = fe.Msg
+	}
+	return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(r.Path...), Object: p.Object(), Field: field, Msg: msg}
+}
+
+// compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule, in
+// order.
+func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, error) {
+	resources := emit.NewResources(opts.CRDs)
+	var muts []emit.Mutation
+	var kinds []gk
+	mayFail := 0
+	for _, r := range p.Rules {
+		rk, err := ruleKinds(r, opts)
+		if err != nil {
+			return nil, problem(p, r, "match", err)
+		}
+		kinds = append(kinds, rk...)
+		guard, err := lower.Rule(p, r)
+		if err != nil {
+			return nil, problem(p, r, "match", err)
+		}
+		var ops cel.Expr
+		switch {
+		case r.StrategicMerge != nil:
+			ops, err = strategicMerge(r, rk)
+			if err != nil {
+				return nil, problem(p, r, "mutate.patchStrategicMerge", err)
+			}
+		default:
+			ops, err = lower.JSON6902(r.JSON6902)
+			if err != nil {
+				return nil, problem(p, r, "mutate.patchesJson6902", err)
+			}
+			for _, op := range r.JSON6902 {
+				if op.Op == "replace" {
+					mayFail++
+					break
+				}
+			}
+		}
+		e := cel.Guarded(guard, ops)
+		if cel.IsEmpty(e) {
+			continue
+		}
+		s, err := env.Print(e)
+		if err == nil {
+			err = env.CheckJSONPatchExpr(e)
+		}
+		if err != nil {
+			return nil, problem(p, r, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
+		}
+		muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
+	}
+	if len(muts) == 0 {
+		return nil, nil
+	}
+	if mayFail > 0 && len(muts) > 1 && p.FailurePolicy == "Ignore" {
+		return nil, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
+			Msg: "Ignore, with a patchesJson6902 replace that fails where the path is missing: Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule in a policy of its own"}
+	}
+	fp := admissionregistrationv1.Fail
+	if p.FailurePolicy == "Ignore" {
+		fp = admissionregistrationv1.Ignore
+	}
+	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
+	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Name: p.Name}},
+		Rules: resourceRules(kinds, resources), Mutations: muts}
+	return emit.NewPolicy(spec, eo)
+}
+
+// gk is a kind a rule applies to, with the version its schema is read in.
+type gk struct{ Group, Version, Kind string }
+
+// ruleKinds lists the kinds the rule's match block names (built-in kinds the client libraries
+// know, and the CRDs' kinds).
+func ruleKinds(r *kyverno.Rule, opts route.Options) ([]gk, error) {
+	var out []gk
+	seen := map[gk]bool{}
+	for _, f := range append(append([]kyverno.Filter(nil), r.Match.Any...), r.Match.All...) {
+		if len(f.Kinds) == 0 && len(r.Match.All) <= 1 {
+			return nil, fmt.Errorf("a filter without kinds is not supported: name the kinds it applies to")
+		}
+		for _, k := range f.Kinds {
+			pk := lower.ParseKind(k)
+			if pk.Subresource != "" {
+				return nil, fmt.Errorf("kind %q: subresources are not supported yet", k)
+			}
+			if strings.ContainsAny(pk.Kind, "*?") {
+				return nil, fmt.Errorf("kind %q: wildcard kinds are not supported yet: name the kinds", k)
+			}
+			found := knownKinds(pk, opts)
+			if len(found) == 0 {
+				return nil, fmt.Errorf("kind %q is not a kind the Kubernetes API serves: give the CustomResourceDefinition of a custom resource with --crd", k)
+			}
+			for _, g := range found {
+				if !seen[g] {
+					seen[g] = true
+					out = append(out, g)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// knownKinds are the served kinds k matches, one version per group (the first the client
+// libraries list in version priority order).
+func knownKinds(k lower.Kind, opts route.Options) []gk {
+	byGroup := map[string][]string{}
+	add := func(g, v, kind string) {
+		if !glob(k.Group, g) || !glob(k.Version, v) || kind != k.Kind {
+			return
+		}
+		byGroup[g] = append(byGroup[g], v)
+	}
+	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
+		if gvk.Version == "__internal" || gvk.Group == "extensions" {
+			continue
+		}
+		add(gvk.Group, gvk.Version, gvk.Kind)
+	}
+	for _, crd := range opts.CRDs {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				add(crd.Spec.Group, v.Name, crd.Spec.Names.Kind)
+			}
+		}
+	}
+	var out []gk
+	for g, vs := range byGroup {
+		sortVersions(g, vs)
+		out = append(out, gk{g, vs[0], k.Kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
+}
+
+// sortVersions orders versions as the client libraries prioritise them.
+func sortVersions(group string, vs []string) {
+	prio := clientgoscheme.Scheme.PrioritizedVersionsForGroup(group)
+	rank := func(v string) int {
+		for i, p := range prio {
+			if p.Version == v {
+				return i
+			}
+		}
+		return len(prio)
+	}
+	sort.SliceStable(vs, func(i, j int) bool {
+		if rank(vs[i]) != rank(vs[j]) {
+			return rank(vs[i]) < rank(vs[j])
+		}
+		return vs[i] < vs[j]
+	})
+}
+
+func glob(pattern, s string) bool {
+	if pattern == "*" {
+		return true
+	}
+	return pattern == s
+}
+
+// strategicMerge lowers the rule's patchStrategicMerge for each kind it applies to (merge keys
+// depend on the kind); kinds that give the same operations share them.
+func strategicMerge(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
+	type variant struct {
+		e     cel.Expr
+		kinds []gk
+	}
+	var vs []*variant
+	byText := map[string]*variant{}
+	for _, k := range kinds {
+		apiVersion := k.Version
+		if k.Group != "" {
+			apiVersion = k.Group + "/" + k.Version
+		}
+		cond, ops, err := lower.StrategicMerge(apiVersion, k.Kind, r.StrategicMerge)
+		if err != nil {
+			return nil, err
+		}
+		e := cel.Guarded(cond, ops)
+		key := cel.String(e)
+		if v, ok := byText[key]; ok {
+			v.kinds = append(v.kinds, k)
+			continue
+		}
+		v := &variant{e: e, kinds: []gk{k}}
+		byText[key] = v
+		vs = append(vs, v)
+	}
+	if len(vs) == 1 {
+		return vs[0].e, nil
+	}
+	var out cel.Expr = cel.List()
+	for i := len(vs) - 1; i >= 0; i-- {
+		var is []cel.Expr
+		for _, k := range vs[i].kinds {
+			kind := cel.Field(cel.Ident("request"), "kind")
+			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
+		}
+		out = cel.CondList(cel.Or(is...), vs[i].e, out)
+	}
+	return out, nil
+}
+
+// resourceRules are the policy's matchConstraints: every kind of every rule, on CREATE and
+// UPDATE (the requests Kyverno's mutating webhook is called for); each mutation checks its own.
+func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
+	byGroup := map[string][]string{}
+	for _, k := range kinds {
+		res, ok := resources.Resource(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+		if !ok {
+			continue
+		}
+		if !contains(byGroup[k.Group], res) {
+			byGroup[k.Group] = append(byGroup[k.Group], res)
+		}
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var out []admissionregistrationv1.NamedRuleWithOperations
+	for _, g := range groups {
+		res := byGroup[g]
+		sort.Strings(res)
+		scope := admissionregistrationv1.AllScopes
+		out = append(out, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{g}, APIVersions: []string{"*"}, Resources: res, Scope: &scope},
+		}})
+	}
+	return out
+}
+
+func contains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,267 @@
+// Package lower turns Kyverno's mutate rules, as the front end (package kyverno) read them, into
+// CEL trees (package cel): each rule's match and exclude blocks into a condition on the request
+// and the object as the rule sees it, and its patch into JSONPatch operations that give the
+// object Kyverno's patch gives (patchStrategicMerge as Kyverno's kustomize merge does it, with
+// its anchors; patchesJson6902 with Kyverno's options). What it cannot lower exactly it refuses
+// with an error naming the field.
+//
+// It must not print or check CEL (package cel does), nor build policies (the back end does).
+package lower
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
+)
+
+var (
+	object   = cel.Ident("object")
+	request  = cel.Ident("request")
+	metadata = cel.Field(object, "metadata")
+)
+
+// Glob is Kyverno's wildcard match of s against pattern (ext/wildcard): "*" is any run of
+// characters, "?" exactly one; the empty pattern matches only the empty string.
+func Glob(pattern string, s cel.Expr) cel.Expr {
+	switch {
+	case pattern == "*":
+		return cel.True
+	case !strings.ContainsAny(pattern, "*?"):
+		return cel.Bin("==", s, cel.Str(pattern))
+	case !strings.Contains(pattern, "?") && strings.Count(pattern, "*") == 1 && strings.HasSuffix(pattern, "*"):
+		return cel.Method(s, "startsWith", cel.Str(strings.TrimSuffix(pattern, "*")))
+	case !strings.Contains(pattern, "?") && strings.Count(pattern, "*") == 1 && strings.HasPrefix(pattern, "*"):
+		return cel.Method(s, "endsWith", cel.Str(strings.TrimPrefix(pattern, "*")))
+	}
+	var re strings.Builder
+	re.WriteString("^(?s)")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			re.WriteString(".*")
+		case '?':
+			re.WriteString(".")
+		default:
+			re.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	re.WriteString("$")
+	return cel.Method(s, "matches", cel.Str(re.String()))
+}
+
+// orEmpty is m[?key].orValue(dflt).
+func orValue(m cel.Expr, key string, dflt cel.Expr) cel.Expr {
+	return cel.Method(cel.OptIndex(m, cel.Str(key)), "orValue", dflt)
+}
+
+// resourceName is the name Kyverno matches: metadata.name, or generateName when there is none.
+func resourceName() cel.Expr {
+	name := orValue(metadata, "name", cel.Str(""))
+	return cel.Cond(cel.Bin("!=", name, cel.Str("")), name, orValue(metadata, "generateName", cel.Str("")))
+}
+
+func isNamespaceKind() cel.Expr {
+	return cel.Bin("==", cel.Field(cel.Field(request, "kind"), "kind"), cel.Str("Namespace"))
+}
+
+// resourceNamespace is the namespace Kyverno matches: a Namespace's own name, else the object's
+// namespace.
+func resourceNamespace() cel.Expr {
+	return cel.Cond(isNamespaceKind(), orValue(metadata, "name", cel.Str("")), orValue(metadata, "namespace", cel.Str("")))
+}
+
+// Kind is one entry of a filter's kinds, as Kyverno parses it (pkg/utils/kube ParseKindSelector).
+type Kind struct{ Group, Version, Kind, Subresource string }
+
+var versionRegex = regexp.MustCompile(`^v\d+((alpha|beta)\d+)?$|^\*$`)
+
+// ParseKind parses "Kind", "Version/Kind", "Group/Version/Kind", "Kind/subresource" (also
+// "Kind.subresource") as Kyverno does.
+func ParseKind(input string) Kind {
+	parts := strings.Split(input, "/")
+	parts = append(parts[:len(parts)-1], strings.Split(parts[len(parts)-1], ".")...)
+	switch len(parts) {
+	case 1:
+		return Kind{"*", "*", parts[0], ""}
+	case 2:
+		if parts[0] == "*" && parts[1] == "*" {
+			return Kind{"*", "*", "*", "*"}
+		}
+		if parts[0] == "*" && strings.ToLower(parts[1]) == parts[1] {
+			return Kind{"*", "*", parts[0], parts[1]}
+		}
+		if versionRegex.MatchString(parts[0]) {
+			return Kind{"*", parts[0], parts[1], ""}
+		}
+		return Kind{"*", "*", parts[0], parts[1]}
+	case 3:
+		if versionRegex.MatchString(parts[0]) {
+			return Kind{"*", parts[0], parts[1], parts[2]}
+		}
+		return Kind{parts[0], parts[1], parts[2], ""}
+	case 4:
+		return Kind{parts[0], parts[1], parts[2], parts[3]}
+	}
+	return Kind{}
+}
+
+// kindMatch is the request's kind against one kinds entry.
+func kindMatch(k Kind) cel.Expr {
+	kind := cel.Field(request, "kind")
+	return cel.And(Glob(k.Group, cel.Field(kind, "group")), Glob(k.Version, cel.Field(kind, "version")), Glob(k.Kind, cel.Field(kind, "kind")),
+		Glob(k.Subresource, cel.Field(request, "subResource")))
+}
+
+// Filter is one resource filter as a condition (pkg/engine/utils doesResourceMatchConditionBlock).
+// An empty filter never matches.
+func Filter(f kyverno.Filter) (cel.Expr, error) {
+	if f.Empty() {
+		return cel.False, nil
+	}
+	var cs []cel.Expr
+	if len(f.Operations) > 0 {
+		var ops []cel.Expr
+		for _, o := range f.Operations {
+			ops = append(ops, cel.Str(o))
+		}
+		cs = append(cs, cel.Bin("in", cel.Field(request, "operation"), cel.List(ops...)))
+	}
+	if len(f.Kinds) > 0 {
+		var ks []cel.Expr
+		for _, k := range f.Kinds {
+			ks = append(ks, kindMatch(ParseKind(k)))
+		}
+		cs = append(cs, cel.Or(ks...))
+	}
+	if f.Name != "" {
+		cs = append(cs, Glob(f.Name, resourceName()))
+	}
+	if len(f.Names) > 0 {
+		var ns []cel.Expr
+		for _, n := range f.Names {
+			ns = append(ns, Glob(n, resourceName()))
+		}
+		cs = append(cs, cel.Or(ns...))
+	}
+	if len(f.Namespaces) > 0 {
+		var ns []cel.Expr
+		for _, n := range f.Namespaces {
+			ns = append(ns, Glob(n, resourceNamespace()))
+		}
+		cs = append(cs, cel.Or(ns...))
+	}
+	if len(f.Annotations) > 0 {
+		ann := orValue(metadata, "annotations", cel.Map(nil, nil))
+		keys := make([]string, 0, len(f.Annotations))
+		for k := range f.Annotations {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := f.Annotations[k]
+			if !strings.ContainsAny(k, "*?") {
+				cs = append(cs, cel.And(cel.Bin("in", cel.Str(k), ann), Glob(v, cel.Index(ann, cel.Str(k)))))
+				continue
+			}
+			a := cel.Ident("a")
+			cs = append(cs, cel.Method(ann, "exists", a, cel.And(Glob(k, a), Glob(v, cel.Index(ann, a)))))
+		}
+	}
+	if f.Selector != nil {
+		c, err := cel.LabelSelector(f.Selector, orValue(metadata, "labels", cel.Map(nil, nil)))
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	if f.NamespaceSelector != nil {
+		ns := cel.Ident("namespaceObject")
+		lbls := cel.Cond(cel.Bin("==", ns, cel.Null()), cel.Map(nil, nil), orValue(cel.Field(ns, "metadata"), "labels", cel.Map(nil, nil)))
+		c, err := cel.LabelSelector(f.NamespaceSelector, lbls)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, cel.And(cel.Not(isNamespaceKind()), c))
+	}
+	return cel.And(cs...), nil
+}
+
+// Rule is the condition under which Kyverno runs the rule on the object as it is when the rule
+// runs (pkg/engine/utils MatchesResourceDescription): the policy's namespace, the match block,
+// then the exclude block.
+func Rule(p *kyverno.Policy, r *kyverno.Rule) (cel.Expr, error) {
+	var cs []cel.Expr
+	if p.Namespace != "" {
+		cs = append(cs, cel.Bin("==", orValue(metadata, "namespace", cel.Str("")), cel.Str(p.Namespace)))
+	}
+	m, err := block(r.Match)
+	if err != nil {
+		return nil, err
+	}
+	cs = append(cs, m)
+	if !r.Exclude.Empty() {
+		x, err := block(r.Exclude)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, cel.Not(x))
+	}
+	return cel.And(cs...), nil
+}
+
+// block is a match block (any: one filter matches; all: every filter matches) or an exclude
+// block (excluded when any, or all, filters match; an empty filter never excludes).
+func block(b kyverno.Block) (cel.Expr, error) {
+	filters, any := b.All, false
+	if len(b.Any) > 0 {
+		filters, any = b.Any, true
+	}
+	var cs []cel.Expr
+	for _, f := range filters {
+		c, err := Filter(f)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	if any {
+		return cel.Or(cs...), nil
+	}
+	return cel.And(cs...), nil
+}
+
+// LabelSelectorKeys lists the label keys a selector reads (for messages).
+func LabelSelectorKeys(sel *metav1.LabelSelector) []string {
+	var ks []string
+	for k := range sel.MatchLabels {
+		ks = append(ks, k)
+	}
+	for _, e := range sel.MatchExpressions {
+		ks = append(ks, e.Key)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func errorf(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// FieldError is a refusal of a field of the rule's patch.
+type FieldError struct {
+	Field string // below the patch, e.g. "spec.containers[0].(image)"
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}

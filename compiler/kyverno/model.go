@@ -1,0 +1,80 @@
+package kyverno
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mapc-dev/mapc/compiler/source"
+)
+
+// Policy is one Kyverno ClusterPolicy or Policy with mutate rules, as the front end read it.
+type Policy struct {
+	Doc        *source.Document
+	APIVersion string
+	Kind       string // ClusterPolicy or Policy
+	Name       string
+	// Namespace is a Policy's namespace: it applies only to objects in it. Empty for a
+	// ClusterPolicy.
+	Namespace string
+	// FailurePolicy is Fail (Kyverno's default) or Ignore.
+	FailurePolicy string
+	// ApplyOne: spec.applyRules One, the rules stop after the first that applied.
+	ApplyOne bool
+	// Rules are the mutate rules, autogen rules included, in the order Kyverno runs them.
+	Rules []*Rule
+}
+
+// Object names the policy as messages do: "ClusterPolicy/name".
+func (p *Policy) Object() string { return p.Kind + "/" + p.Name }
+
+// Rule is one mutate rule.
+type Rule struct {
+	Name string
+	// Field is where the rule is written, for messages ("spec.rules[0]"); autogen rules name the
+	// rule they were generated from.
+	Field string
+	// Path is the document path of the rule, for line numbers.
+	Path []string
+	// Autogen names the controllers an autogen rule was generated for ("" for a written rule).
+	Autogen string
+	Match   Block
+	Exclude Block
+	// StrategicMerge is mutate.patchStrategicMerge (nil when absent).
+	StrategicMerge map[string]any
+	// JSON6902 are the operations of mutate.patchesJson6902.
+	JSON6902 []Op
+}
+
+// Block is a match or exclude block: Any or All filters (a block written with resources and
+// subjects directly is All with that one filter).
+type Block struct {
+	Any []Filter
+	All []Filter
+}
+
+// Empty: the block has no filter.
+func (b Block) Empty() bool { return len(b.Any) == 0 && len(b.All) == 0 }
+
+// Filter is one resource filter of a block.
+type Filter struct {
+	Kinds             []string
+	Name              string
+	Names             []string
+	Namespaces        []string
+	Operations        []string
+	Annotations       map[string]string
+	Selector          *metav1.LabelSelector
+	NamespaceSelector *metav1.LabelSelector
+}
+
+// Empty: the filter names nothing (Kyverno: "match cannot be empty").
+func (f Filter) Empty() bool {
+	return len(f.Kinds) == 0 && f.Name == "" && len(f.Names) == 0 && len(f.Namespaces) == 0 &&
+		len(f.Operations) == 0 && len(f.Annotations) == 0 && f.Selector == nil && f.NamespaceSelector == nil
+}
+
+// Op is one JSON patch operation of patchesJson6902.
+type Op struct {
+	Op    string
+	Path  string
+	Value any
+}

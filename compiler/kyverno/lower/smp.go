@@ -218,7 +218,9 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 	// The list is there: merge each item into the object's item with its key, or add it at the
 	// end; then move the patch's items to the front, in the patch's order.
 	i, x := cel.Ident("i"), cel.Ident("x")
-	matches := func(v cel.Expr) cel.Expr { return cel.And(present(x, key), cel.Bin("==", cel.Index(x, cel.Str(key)), v)) }
+	matches := func(v cel.Expr) cel.Expr {
+		return cel.And(present(x, key), cel.Bin("==", cel.Index(x, cel.Str(key)), v))
+	}
 	idxVars := make([]string, len(elems))
 	var binds []cel.Expr // index lists, bound below
 	var parts []cel.Expr

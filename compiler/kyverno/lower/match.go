@@ -114,8 +114,9 @@ func ParseKind(input string) Kind {
 // kindMatch is the request's kind against one kinds entry.
 func kindMatch(k Kind) cel.Expr {
 	kind := cel.Field(request, "kind")
-	return cel.And(Glob(k.Group, cel.Field(kind, "group")), Glob(k.Version, cel.Field(kind, "version")), Glob(k.Kind, cel.Field(kind, "kind")),
-		Glob(k.Subresource, cel.Field(request, "subResource")))
+	// The policies match main resources only (the back end refuses subresources): the request
+	// has no subresource.
+	return cel.And(Glob(k.Group, cel.Field(kind, "group")), Glob(k.Version, cel.Field(kind, "version")), Glob(k.Kind, cel.Field(kind, "kind")))
 }
 
 // Filter is one resource filter as a condition (pkg/engine/utils doesResourceMatchConditionBlock).

@@ -178,10 +178,6 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 				r.problem(kp, kf, "must be an object (a partial resource)")
 				continue
 			}
-			if vars := variables(pm); len(vars) > 0 {
-				r.problem(kp, kf, "variables are not supported yet (%s): the rule cannot be translated", strings.Join(vars, ", "))
-				continue
-			}
 			rule.StrategicMerge = pm
 		case "patchesJson6902":
 			s, _ := m[k].(string)
@@ -189,11 +185,6 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 			if err != nil {
 				r.problem(kp, kf, "%v", err)
 				continue
-			}
-			for i, op := range ops {
-				if vars := variables(op.Value); len(vars) > 0 || strings.Contains(op.Path, "{{") {
-					r.problem(kp, fmt.Sprintf("%s[%d]", kf, i), "variables are not supported yet: the rule cannot be translated")
-				}
 			}
 			rule.JSON6902 = ops
 		case "foreach":
@@ -418,36 +409,6 @@ func parseJSON6902(s string) ([]Op, error) {
 		ops = append(ops, Op{Op: op, Path: path, Value: v})
 	}
 	return ops, nil
-}
-
-// variables lists the {{ }} variables in v's strings (keys included).
-func variables(v any) []string {
-	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if i := strings.Index(x, "{{"); i >= 0 {
-				if j := strings.Index(x[i:], "}}"); j >= 0 {
-					out = append(out, x[i:i+j+2])
-				} else {
-					out = append(out, x[i:])
-				}
-			}
-		case map[string]any:
-			for k, e := range x {
-				walk(k)
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	sort.Strings(out)
-	return out
 }
 
 func emptyValue(v any) bool {

@@ -139,14 +139,32 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 			return nil, problem(p, r, "match", err)
 		}
 		var ops cel.Expr
+		var vars []cel.Expr
 		switch {
 		case r.StrategicMerge != nil:
-			ops, err = strategicMerge(r, rk)
+			patch, vs, err := lower.Substitute(r.StrategicMerge, lower.Scope{}, "")
+			if err != nil {
+				return nil, problem(p, r, "mutate.patchStrategicMerge", err)
+			}
+			vars = vs
+			ops, err = strategicMerge(patch.(map[string]any), rk)
 			if err != nil {
 				return nil, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
 		default:
-			ops, err = lower.JSON6902(r.JSON6902)
+			jops := append([]kyverno.Op(nil), r.JSON6902...)
+			for i := range jops {
+				if strings.Contains(jops[i].Path, "{{") {
+					return nil, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d]", i), errors.New("variables in paths are not supported yet"))
+				}
+				v, vs, err := lower.Substitute(jops[i].Value, lower.Scope{}, "")
+				if err != nil {
+					return nil, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d].value", i), err)
+				}
+				jops[i].Value = v
+				vars = append(vars, vs...)
+			}
+			ops, err = lower.JSON6902(jops)
 			if err != nil {
 				return nil, problem(p, r, "mutate.patchesJson6902", err)
 			}
@@ -156,6 +174,10 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 					break
 				}
 			}
+		}
+		if len(vars) > 0 {
+			mayFail++ // a variable without a value fails the rule
+			ops = cel.Guarded(lower.Resolved(vars), ops)
 		}
 		e := cel.Guarded(guard, ops)
 		if cel.IsEmpty(e) {
@@ -175,7 +197,7 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 	}
 	if mayFail > 0 && len(muts) > 1 && p.FailurePolicy == "Ignore" {
 		return nil, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
-			Msg: "Ignore, with a patchesJson6902 replace that fails where the path is missing: Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule in a policy of its own"}
+			Msg: "Ignore, with a rule that can fail (a variable without a value, a patchesJson6902 replace of a missing path): Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule in a policy of its own"}
 	}
 	fp := admissionregistrationv1.Fail
 	if p.FailurePolicy == "Ignore" {
@@ -282,7 +304,7 @@ func glob(pattern, s string) bool {
 
 // strategicMerge lowers the rule's patchStrategicMerge for each kind it applies to (merge keys
 // depend on the kind); kinds that give the same operations share them.
-func strategicMerge(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
+func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
 	type variant struct {
 		e     cel.Expr
 		kinds []gk
@@ -294,7 +316,7 @@ func strategicMerge(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
 		if k.Group != "" {
 			apiVersion = k.Group + "/" + k.Version
 		}
-		cond, ops, err := lower.StrategicMerge(apiVersion, k.Kind, r.StrategicMerge)
+		cond, ops, err := lower.StrategicMerge(apiVersion, k.Kind, patch)
 		if err != nil {
 			return nil, err
 		}

@@ -50,7 +50,7 @@ func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
 		}
 		switch op.Op {
 		case "add":
-			val, err := cel.Value(op.Value)
+			val, err := valueOf(op.Value)
 			if err != nil {
 				return nil, errorf(field, "%v", err)
 			}
@@ -65,7 +65,7 @@ func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
 			parts = append(parts, ensureAdd(object, cel.Pointer{}, toks, 0, known, val))
 			done = append(done, toks)
 		case "replace":
-			val, err := cel.Value(op.Value)
+			val, err := valueOf(op.Value)
 			if err != nil {
 				return nil, errorf(field, "%v", err)
 			}

@@ -135,7 +135,7 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 			}
 			parts = append(parts, ops)
 		default:
-			val, err := cel.Value(x)
+			val, err := valueOf(x)
 			if err != nil {
 				return nil, errorf(f, "%v", err)
 			}
@@ -193,6 +193,8 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		}
 		switch kv.(type) {
 		case string, int64, float64, bool:
+		case expr:
+			return nil, errorf(f+"."+key, "a variable as the merge key is not supported here")
 		default:
 			return nil, errorf(f+"."+key, "the merge key must be a scalar")
 		}
@@ -333,6 +335,8 @@ func condition(cur cel.Expr, key string, pattern any, field string) (cel.Expr, e
 			return nil, errorf(field, "the pattern %q uses Kyverno's pattern operators, which are not supported yet", x)
 		}
 		return cel.And(present(cur, key), cel.Bin("==", cel.Call("type", val), cel.Ident("string")), Glob(x, val)), nil
+	case expr:
+		return nil, errorf(field, "variables in condition anchors are not supported yet")
 	case bool, int64, float64:
 		v, _ := cel.Value(x)
 		return cel.And(present(cur, key), cel.Bin("==", val, v)), nil
@@ -410,7 +414,7 @@ func fresh(v any, field string) (cel.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := cel.Value(c)
+	e, err := valueOf(c)
 	if err != nil {
 		return nil, errorf(field, "%v", err)
 	}

@@ -408,7 +408,8 @@ func hasTopCondition(m map[string]any) bool {
 }
 
 // fresh is the value v adds where the object has nothing: +(k) anchors stripped, null fields
-// dropped. Conditions there are refused by the caller.
+// and empty maps dropped (as kyaml's merge drops them). Conditions there are refused by the
+// caller.
 func fresh(v any, field string) (cel.Expr, error) {
 	c, err := clean(v, field)
 	if err != nil {
@@ -441,6 +442,9 @@ func clean(v any, field string) (any, error) {
 			c, err := clean(x[k], join(field, k))
 			if err != nil {
 				return nil, err
+			}
+			if m, ok := c.(map[string]any); ok && len(m) == 0 {
+				continue // kyaml's merge adds no empty map where there is none
 			}
 			out[name] = c
 		}

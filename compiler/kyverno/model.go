@@ -38,6 +38,8 @@ type Rule struct {
 	Autogen string
 	Match   Block
 	Exclude Block
+	// Preconditions are checked after the match (nil: none).
+	Preconditions *Preconditions
 	// StrategicMerge is mutate.patchStrategicMerge (nil when absent).
 	StrategicMerge map[string]any
 	// JSON6902 are the operations of mutate.patchesJson6902.
@@ -77,4 +79,17 @@ type Op struct {
 	Op    string
 	Path  string
 	Value any
+}
+
+// Preconditions are a rule's (or a foreach's) any and all conditions.
+type Preconditions struct {
+	Any []Condition
+	All []Condition
+}
+
+// Condition is one precondition: key operator value.
+type Condition struct {
+	Key      any
+	Operator string
+	Value    any
 }

@@ -159,9 +159,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string) *Rule {
 		case "mutate":
 			r.mutate(rule, v, kp, kf)
 		case "preconditions":
-			if !emptyValue(v) {
-				r.problem(kp, kf, "preconditions are not supported yet: the rule cannot be translated")
-			}
+			rule.Preconditions = r.preconditions(v, kp, kf)
 		case "celPreconditions":
 			if !emptyValue(v) {
 				r.problem(kp, kf, "CEL preconditions are not supported yet: the rule cannot be translated")
@@ -484,4 +482,58 @@ func fieldPath(f string) []string {
 		}
 	}
 	return out
+}
+
+// preconditions reads any/all conditions, or the older list of conditions (all must hold).
+func (r *reader) preconditions(v any, path []string, field string) *Preconditions {
+	if emptyValue(v) {
+		return nil
+	}
+	pc := &Preconditions{}
+	conds := func(list any, p []string, f string) []Condition {
+		l, ok := list.([]any)
+		if !ok {
+			r.problem(p, f, "must be a list of conditions")
+			return nil
+		}
+		var out []Condition
+		for i, c := range l {
+			cm, ok := c.(map[string]any)
+			cf := fmt.Sprintf("%s[%d]", f, i)
+			cp := append(append([]string(nil), p...), strconv.Itoa(i))
+			if !ok {
+				r.problem(cp, cf, "must be a condition (key, operator, value)")
+				continue
+			}
+			for k := range cm {
+				switch k {
+				case "key", "operator", "value", "message":
+				default:
+					r.problem(cp, cf+"."+k, "unknown field of a condition (key, operator, value, message)")
+				}
+			}
+			op, _ := cm["operator"].(string)
+			out = append(out, Condition{Key: cm["key"], Operator: op, Value: cm["value"]})
+		}
+		return out
+	}
+	switch x := v.(type) {
+	case []any:
+		pc.All = conds(x, path, field)
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			kp := append(append([]string(nil), path...), k)
+			switch k {
+			case "any":
+				pc.Any = conds(x[k], kp, field+".any")
+			case "all":
+				pc.All = conds(x[k], kp, field+".all")
+			default:
+				r.problem(kp, field+"."+k, "unknown field of preconditions (any, all)")
+			}
+		}
+	default:
+		r.problem(path, field, "must be any/all conditions")
+	}
+	return pc
 }

@@ -138,6 +138,13 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 		if err != nil {
 			return nil, problem(p, r, "match", err)
 		}
+		pre, err := lower.Preconditions(r.Preconditions, lower.Scope{}, "preconditions")
+		if err != nil {
+			return nil, problem(p, r, "", err)
+		}
+		if r.Preconditions != nil {
+			mayFail++ // a variable without a value fails the rule
+		}
 		var ops cel.Expr
 		var vars []cel.Expr
 		switch {
@@ -179,7 +186,7 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 			mayFail++ // a variable without a value fails the rule
 			ops = cel.Guarded(lower.Resolved(vars), ops)
 		}
-		e := cel.Guarded(guard, ops)
+		e := cel.Guarded(guard, cel.Guarded(pre, ops))
 		if cel.IsEmpty(e) {
 			continue
 		}

@@ -1,0 +1,248 @@
+package lower
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
+)
+
+// Preconditions lowers a rule's (or a foreach's) preconditions as Kyverno evaluates them
+// (pkg/engine/variables evaluateAnyAllConditionsWithContext): the any block passes when one
+// condition does (none given: it passes), the all block when every one does, conditions
+// evaluated in order and stopping as Kyverno stops, so that a variable without a value fails
+// the rule exactly when Kyverno reaches it.
+//
+// Supported: the operators Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn; a key that is
+// a variable (or a string with variables, or a literal); a value that is a string, a boolean,
+// or a list of strings. A string value that Kyverno would read as a duration or a quantity, a
+// range ("1-10") or a JSON list is refused: its comparison depends on more than the text.
+func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr, error) {
+	if pc == nil {
+		return cel.True, nil
+	}
+	lower := func(cs []kyverno.Condition, block string) ([]cel.Expr, error) {
+		var out []cel.Expr
+		for i, c := range cs {
+			f := fmt.Sprintf("%s.%s[%d]", field, block, i)
+			e, err := condition1(c, sc, f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	anyC, err := lower(pc.Any, "any")
+	if err != nil {
+		return nil, err
+	}
+	allC, err := lower(pc.All, "all")
+	if err != nil {
+		return nil, err
+	}
+	// any: c1 ? true : (c2 ? true : ... false); all: c1 ? (c2 ? ... true : false) : false —
+	// conditionals, which evaluate strictly in order (&& and || in CEL do not).
+	anyE := cel.Expr(cel.True)
+	if len(pc.Any) > 0 {
+		anyE = cel.False
+		for i := len(anyC) - 1; i >= 0; i-- {
+			anyE = cel.Cond(anyC[i], cel.True, anyE)
+		}
+	}
+	var allE cel.Expr = cel.True
+	for i := len(allC) - 1; i >= 0; i-- {
+		allE = cel.Cond(allC[i], allE, cel.False)
+	}
+	if len(pc.Any) == 0 {
+		return allE, nil
+	}
+	if len(pc.All) == 0 {
+		return anyE, nil
+	}
+	// Kyverno evaluates the any block, then the all block, whatever the first gave.
+	return cel.Cond(anyE, allE, cel.Cond(allE, cel.False, cel.False)), nil
+}
+
+// operand is a condition's key or value: the expression of its value when the rule runs, or
+// the literal.
+func operand(v any, sc Scope, field string) (cel.Expr, any, error) {
+	s, vars, err := Substitute(v, sc, field)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(vars) == 0 {
+		return nil, v, nil
+	}
+	e, ok := s.(expr)
+	if !ok {
+		return nil, nil, errorf(field, "variables inside a list or map operand are not supported yet")
+	}
+	return e.e, nil, nil
+}
+
+// condition1 is one condition.
+func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
+	key, keyLit, err := operand(c.Key, sc, field+".key")
+	if err != nil {
+		return nil, err
+	}
+	if key == nil {
+		key, err = cel.Value(keyLit)
+		if err != nil {
+			return nil, errorf(field+".key", "%v", err)
+		}
+		key = cel.Call("dyn", key)
+	}
+	val, valLit, err := operand(c.Value, sc, field+".value")
+	if err != nil {
+		return nil, err
+	}
+	if val != nil {
+		return nil, errorf(field+".value", "variables in a condition's value are not supported yet")
+	}
+	op := strings.ToLower(c.Operator)
+	switch op {
+	case "equals", "notequals":
+		e, err := equals(key, valLit, field+".value")
+		if err != nil {
+			return nil, err
+		}
+		if op == "notequals" {
+			return cel.Not(e), nil
+		}
+		return e, nil
+	case "anyin", "anynotin", "allin", "allnotin":
+		vals, err := stringList(valLit, field+".value")
+		if err != nil {
+			return nil, err
+		}
+		return setOp(op, key, vals), nil
+	}
+	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn)", c.Operator)
+}
+
+// literalString checks that Kyverno compares s as text: not a duration, quantity or range.
+func literalString(s, field string) error {
+	if _, err := time.ParseDuration(s); err == nil && s != "0" {
+		return errorf(field, "%q reads as a duration, which Kyverno compares as one; not supported yet", s)
+	}
+	if _, err := resource.ParseQuantity(s); err == nil {
+		return errorf(field, "%q reads as a quantity, which Kyverno compares as one; not supported yet", s)
+	}
+	if isRange(s) {
+		return errorf(field, "%q is a range, which is not supported yet", s)
+	}
+	if strings.HasPrefix(strings.TrimSpace(s), "[") {
+		return errorf(field, "%q is a JSON list in a string, which is not supported yet", s)
+	}
+	return nil
+}
+
+// equals is Kyverno's Equals (operator/equal.go) of the run-time key and a literal value.
+func equals(key cel.Expr, val any, field string) (cel.Expr, error) {
+	k := cel.Ident("k")
+	typ := func(t string) cel.Expr { return cel.Bin("==", cel.Call("type", k), cel.Ident(t)) }
+	var body cel.Expr
+	switch v := val.(type) {
+	case string:
+		if err := literalString(v, field); err != nil {
+			return nil, err
+		}
+		// A string key that reads as a quantity compares as one: never equal to this value.
+		str := cel.And(cel.Not(cel.Call("isQuantity", k)), Glob(v, k))
+		var asInt, asDouble cel.Expr = cel.False, cel.False
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			asInt = cel.Bin("==", k, cel.Int(n))
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			asDouble = cel.Bin("==", k, cel.Double(f))
+		}
+		body = cel.Cond(typ("string"), str, cel.Cond(typ("int"), asInt, cel.Cond(typ("double"), asDouble, cel.False)))
+	case bool:
+		body = cel.And(typ("bool"), cel.Bin("==", k, cel.Bool(v)))
+	default:
+		return nil, errorf(field, "a value of type %T is not supported yet (strings and booleans are)", val)
+	}
+	return cel.Let("k", cel.Call("dyn", key), body), nil
+}
+
+// stringList reads a set operator's value: a list of strings, or one string.
+func stringList(v any, field string) ([]string, error) {
+	var out []string
+	switch x := v.(type) {
+	case string:
+		out = []string{x}
+	case []any:
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, errorf(field, "lists of values other than strings are not supported yet")
+			}
+			out = append(out, s)
+		}
+	default:
+		return nil, errorf(field, "must be a list of strings")
+	}
+	for _, s := range out {
+		if isRange(s) || strings.HasPrefix(strings.TrimSpace(s), "[") {
+			return nil, errorf(field, "%q: ranges and JSON lists in strings are not supported yet", s)
+		}
+	}
+	return out, nil
+}
+
+// setOp is AnyIn, AnyNotIn, AllIn or AllNotIn (operator/anyin.go ...) of the run-time key (a
+// string, a scalar taken as its text, or a list of them) against literal strings, with
+// Kyverno's wildcards both ways.
+func setOp(op string, key cel.Expr, vals []string) cel.Expr {
+	k := cel.Ident("k")
+	// in(s): some value and s match either way.
+	in := func(s cel.Expr) cel.Expr {
+		var cs []cel.Expr
+		for _, v := range vals {
+			cs = append(cs, cel.Or(Glob(v, s), globRuntime(s, v)))
+		}
+		return cel.Or(cs...)
+	}
+	text := func(x cel.Expr) cel.Expr {
+		return cel.Cond(cel.Bin("==", cel.Call("type", x), cel.Ident("string")), x, cel.Call("string", x))
+	}
+	e := cel.Ident("e")
+	var scalar, list cel.Expr
+	switch op {
+	case "anyin":
+		scalar = in(text(k))
+		list = cel.Method(k, "exists", e, in(text(e)))
+	case "anynotin":
+		scalar = cel.Not(in(text(k)))
+		list = cel.Method(k, "exists", e, cel.Not(in(text(e))))
+	case "allin":
+		scalar = in(text(k))
+		list = cel.Method(k, "all", e, in(text(e)))
+	case "allnotin":
+		scalar = cel.Not(in(text(k)))
+		list = cel.Method(k, "all", e, cel.Not(in(text(e))))
+	}
+	isScalar := cel.Or(cel.Bin("==", cel.Call("type", k), cel.Ident("string")), cel.Bin("==", cel.Call("type", k), cel.Ident("int")),
+		cel.Bin("==", cel.Call("type", k), cel.Ident("bool")), cel.Bin("==", cel.Call("type", k), cel.Ident("double")))
+	isList := cel.Bin("==", cel.Call("type", k), cel.Ident("list"))
+	return cel.Let("k", cel.Call("dyn", key), cel.Cond(isScalar, scalar, cel.Cond(isList, list, cel.False)))
+}
+
+// globRuntime is Kyverno's wildcard match of the literal s against the run-time pattern p: p's
+// * and ? made a regular expression, its other characters escaped.
+func globRuntime(p cel.Expr, s string) cel.Expr {
+	re := p
+	for _, c := range []string{`\`, `.`, `+`, `(`, `)`, `|`, `[`, `]`, `{`, `}`, `^`, `$`} {
+		re = cel.Method(re, "replace", cel.Str(c), cel.Str(`\`+c))
+	}
+	re = cel.Method(cel.Method(re, "replace", cel.Str("*"), cel.Str(".*")), "replace", cel.Str("?"), cel.Str("."))
+	wild := cel.Or(cel.Method(p, "contains", cel.Str("*")), cel.Method(p, "contains", cel.Str("?")))
+	return cel.And(wild, cel.Method(cel.Str(s), "matches", cel.Bin("+", cel.Bin("+", cel.Str("^(?s)"), re), cel.Str("$"))))
+}

@@ -1,5 +1,6 @@
 // Package verify admits objects both ways — through a reference engine (a Reference: by default
-// Gatekeeper's own engine, package reference/gatekeeper) and through the emitted
+// Gatekeeper's own engine, package reference/gatekeeper; for Kyverno's policies, Kyverno's own
+// engine, the kyverno-engine program of the module reference/kyverno) and through the emitted
 // MutatingAdmissionPolicies run by the API server's own MAP code (package cel/admission) — in many
 // policy orders, and reports every difference.
 //
@@ -64,6 +65,8 @@ type Options struct {
 	// Reference is the engine the policies are compared with; nil is Gatekeeper's engine, built
 	// from the mutators with ExcludedNamespaces and MutateIgnoredNamespaces. A Reference given
 	// is built already: New and NewSets then refuse mutators, and those two fields are its own.
+	// The Verifier's Close closes it too when it has a Close method (KyvernoReference stops its
+	// program).
 	Reference Reference
 }
 
@@ -151,8 +154,13 @@ func NewSets(mutators []*unstructured.Unstructured, sets []admission.PolicySet, 
 	return v, nil
 }
 
-// Close releases the evaluator.
-func (v *Verifier) Close() { v.ev.Close() }
+// Close releases the evaluator, and the reference when it holds anything (see Options.Reference).
+func (v *Verifier) Close() {
+	v.ev.Close()
+	if c, ok := v.ref.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
 
 // Orders lists the policy orders to try: all n! when that is at most allUpTo, else the sorted
 // order, its reverse and `shuffles` seeded shuffles.

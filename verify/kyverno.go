@@ -1,0 +1,279 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// KyvernoEngineEnv names the environment variable giving the path of the kyverno-engine program.
+const KyvernoEngineEnv = "MAPC_KYVERNO_ENGINE"
+
+// kyvernoEngineName is the program's name, next to mapc's executable or in PATH.
+const kyvernoEngineName = "kyverno-engine"
+
+// FindKyvernoEngine finds the kyverno-engine program (Kyverno's engine, built from the module
+// reference/kyverno): flag if not empty, else $MAPC_KYVERNO_ENGINE, else kyverno-engine next to
+// the running executable, else in PATH.
+func FindKyvernoEngine(flag string) (string, error) {
+	for _, p := range []struct{ path, from string }{{flag, "--kyverno-engine"}, {os.Getenv(KyvernoEngineEnv), KyvernoEngineEnv}} {
+		if p.path == "" {
+			continue
+		}
+		if _, err := os.Stat(p.path); err != nil {
+			return "", fmt.Errorf("Kyverno's engine program (%s): %w; build it with `make kyverno-engine` (bin/kyverno-engine)", p.from, err)
+		}
+		return p.path, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), kyvernoEngineName)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(kyvernoEngineName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("Kyverno's engine program %s is not found (not given with --kyverno-engine or %s, not next to mapc, not in PATH): build it with `make kyverno-engine` (bin/%s)", kyvernoEngineName, KyvernoEngineEnv, kyvernoEngineName)
+}
+
+// KyvernoReference is Kyverno v1.19.1's engine (the kyverno-engine program of the module
+// reference/kyverno, driven as Kyverno's webhooks drive it) as a Reference. The program is
+// started once and serves every request until Close.
+type KyvernoReference struct {
+	policies []*unstructured.Unstructured
+	order    []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// kyvernoSetup and kyvernoRequest, kyvernoResponse are the program's protocol (package
+// reference/kyverno: Setup, Request, Response).
+type kyvernoSetup struct {
+	Policies []*unstructured.Unstructured `json:"policies"`
+}
+
+type kyvernoRequest struct {
+	Object    *unstructured.Unstructured `json:"object,omitempty"`
+	OldObject *unstructured.Unstructured `json:"oldObject,omitempty"`
+	Operation admissionv1.Operation      `json:"operation,omitempty"`
+	Namespace *corev1.Namespace          `json:"namespace,omitempty"`
+	Order     []string                   `json:"order,omitempty"`
+}
+
+type kyvernoResponse struct {
+	Ready  bool                       `json:"ready,omitempty"`
+	Object *unstructured.Unstructured `json:"object,omitempty"`
+	Denied string                     `json:"denied,omitempty"`
+	Error  string                     `json:"error,omitempty"`
+}
+
+// NewKyvernoReference starts the program at path (see FindKyvernoEngine) with the Kyverno
+// policies (ClusterPolicy, Policy), which Kyverno applies in the order given (its own order is
+// arbitrary). Kyverno's configuration is its default: no resource filters, no excluded users.
+func NewKyvernoReference(path string, policies []*unstructured.Unstructured) (*KyvernoReference, error) {
+	k := &KyvernoReference{policies: policies, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	for _, p := range policies {
+		if p.GetNamespace() != "" && p.GetKind() == "Policy" {
+			k.order = append(k.order, p.GetNamespace()+"/"+p.GetName())
+		} else {
+			k.order = append(k.order, p.GetName())
+		}
+	}
+	k.cmd = exec.Command(path)
+	k.cmd.Stderr = k.stderr
+	var err error
+	if k.in, err = k.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := k.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	k.out = bufio.NewReaderSize(out, 1<<20)
+	if err := k.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("Kyverno's engine program: %w; build it with `make kyverno-engine` (bin/kyverno-engine)", err)
+	}
+	go func() { k.done <- k.cmd.Wait() }()
+	var ready kyvernoResponse
+	if err := k.exchange(kyvernoSetup{Policies: policies}, &ready); err != nil {
+		k.Close()
+		return nil, err
+	}
+	if !ready.Ready {
+		k.Close()
+		return nil, fmt.Errorf("Kyverno's engine: %s", ready.Error)
+	}
+	return k, nil
+}
+
+// exchange sends one line and reads the answer.
+func (k *KyvernoReference) exchange(msg, answer any) error {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	if _, err := k.in.Write(append(data, '\n')); err != nil {
+		return k.failed(err)
+	}
+	line, err := k.out.ReadBytes('\n')
+	if err != nil {
+		return k.failed(err)
+	}
+	return json.Unmarshal(line, answer)
+}
+
+// failed is err with what the program said on its way out.
+func (k *KyvernoReference) failed(err error) error {
+	if s := strings.TrimSpace(k.stderr.String()); s != "" {
+		return fmt.Errorf("Kyverno's engine program stopped: %s", s)
+	}
+	return fmt.Errorf("Kyverno's engine program stopped: %w", err)
+}
+
+func (k *KyvernoReference) Name() string { return "Kyverno" }
+
+func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructured.Unstructured, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var resp kyvernoResponse
+	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation,
+		Namespace: req.Namespace, Order: k.order}, &resp)
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.Error != "":
+		return nil, fmt.Errorf("Kyverno's engine: %s", resp.Error)
+	case resp.Denied != "":
+		return nil, errors.New(resp.Denied)
+	case resp.Object == nil:
+		return req.Object, nil
+	}
+	return resp.Object, nil
+}
+
+// NamespaceUses lists the namespaceSelectors of the policies' rules (match and exclude) whose
+// kinds name obj's kind (or any kind, or Pod, which Kyverno's autogen extends to the pod
+// controllers) and which look at a label other than kubernetes.io/metadata.name; a namespaced
+// Policy counts only in its own namespace. It does not evaluate the rest of a rule's match, so
+// it may name a selector that would not decide anything.
+func (k *KyvernoReference) NamespaceUses(obj *unstructured.Unstructured, _ admissionv1.Operation) ([]string, bool) {
+	var uses []string
+	for _, p := range k.policies {
+		if p.GetKind() == "Policy" && p.GetNamespace() != obj.GetNamespace() {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "rules")
+		for i, r := range rules {
+			rule, _ := r.(map[string]any)
+			if _, ok := rule["mutate"]; !ok {
+				continue
+			}
+			for _, clause := range []string{"match", "exclude"} {
+				for path, res := range ruleResources(rule, clause) {
+					sel, _ := res["namespaceSelector"].(map[string]any)
+					if sel == nil || !kindApplies(res, obj.GetKind()) {
+						continue
+					}
+					if keys := selectorKeys(sel); len(keys) > 0 {
+						uses = append(uses, fmt.Sprintf("%s/%s: spec.rules[%d].%s.namespaceSelector on %s", p.GetKind(), p.GetName(), i, path, strings.Join(keys, ", ")))
+					}
+				}
+			}
+		}
+	}
+	return uses, false
+}
+
+// ruleResources gives the resource filters of a rule's match or exclude, by path.
+func ruleResources(rule map[string]any, clause string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	c, _ := rule[clause].(map[string]any)
+	if res, ok := c["resources"].(map[string]any); ok {
+		out[clause+".resources"] = res
+	}
+	for _, list := range []string{"any", "all"} {
+		filters, _ := c[list].([]any)
+		for j, f := range filters {
+			fm, _ := f.(map[string]any)
+			if res, ok := fm["resources"].(map[string]any); ok {
+				out[fmt.Sprintf("%s.%s[%d].resources", clause, list, j)] = res
+			}
+		}
+	}
+	return out
+}
+
+func kindApplies(res map[string]any, kind string) bool {
+	kinds, _ := res["kinds"].([]any)
+	for _, k := range kinds {
+		s, _ := k.(string)
+		name := s[strings.LastIndex(s, "/")+1:]
+		if name == "*" || name == kind || name == "Pod" {
+			return true
+		}
+	}
+	return false
+}
+
+// selectorKeys are the label keys a selector reads, but kubernetes.io/metadata.name.
+func selectorKeys(sel map[string]any) []string {
+	ls := &metav1.LabelSelector{}
+	data, _ := json.Marshal(sel)
+	if json.Unmarshal(data, ls) != nil {
+		return []string{"(an invalid selector)"}
+	}
+	var keys []string
+	for k := range ls.MatchLabels {
+		if k != corev1.LabelMetadataName {
+			keys = append(keys, k)
+		}
+	}
+	for _, e := range ls.MatchExpressions {
+		if e.Key != corev1.LabelMetadataName {
+			keys = append(keys, e.Key)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// Close stops the program: it ends at the end of its input.
+func (k *KyvernoReference) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cmd == nil {
+		return nil
+	}
+	k.in.Close()
+	var err error
+	select {
+	case err = <-k.done:
+	case <-time.After(10 * time.Second):
+		_ = k.cmd.Process.Kill()
+		err = <-k.done
+	}
+	k.cmd = nil
+	return err
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/kyvernobin"
 )
 
 // The tests in this file run mapc as a process of its own: this test binary re-executes itself
@@ -20,7 +21,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMapc) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	kyvernobin.Cleanup() // the kyverno-engine program the tests built, if they built one
+	os.Exit(code)
 }
 
 // mapcProcess runs mapc with args and stdin, and returns its exit code, stdout and stderr.

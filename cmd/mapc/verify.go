@@ -12,6 +12,7 @@ import (
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
@@ -30,25 +31,32 @@ type verifyFlags struct {
 	seed        int64
 	allow       []string
 	install     installFlags
+	kyvernoBin  string
 }
 
 func newVerifyCmd() *cobra.Command {
 	f := &verifyFlags{}
 	c := &cobra.Command{
 		Use:   "verify -f MUTATORS -f OBJECTS [flags]",
-		Short: "Check that the compiled policies mutate objects exactly as Gatekeeper does",
-		Long: `verify compiles the Gatekeeper mutators among the -f documents, then admits every other
-document both ways: through Gatekeeper's own mutation engine, driven as its webhook drives it,
-and through the compiled MutatingAdmissionPolicies run by the API server's own code, in every
-order of the policies (all orders up to 24, else sorted, reversed and seeded shuffles: the API
-server's order is arbitrary). It prints PASS or FAIL per object, with a diff (Gatekeeper's
-result to the policies' result) and the failing policy order, then "N passed, M failed".
-Exit status 1 if any object differs or any mutator is refused.
+		Short: "Check that the compiled policies mutate objects exactly as Gatekeeper or Kyverno does",
+		Long: `verify compiles the Gatekeeper mutators (or the Kyverno policies) among the -f documents,
+then admits every other document both ways: through the input language's own engine, driven as
+its webhook drives it, and through the compiled MutatingAdmissionPolicies run by the API
+server's own code, in every order of the policies (all orders up to 24, else sorted, reversed
+and seeded shuffles: the API server's order is arbitrary). It prints PASS or FAIL per object,
+with a diff (the engine's result to the policies' result) and the failing policy order, then
+"N passed, M failed". Exit status 1 if any object differs or any input policy is refused.
 
-Documents are told apart by kind: Gatekeeper mutators; objects to admit (everything else);
-Namespace objects are admitted too and give namespaceSelector its labels. Policies among -f
-are ignored: to verify hand-written (or edited) policies against the mutators instead of
-compiling them, give them with --policies.
+Documents are told apart by kind: Gatekeeper mutators, or Kyverno ClusterPolicies and Policies
+(one language per run); objects to admit (everything else); Namespace objects are admitted too
+and give namespaceSelector its labels. MutatingAdmissionPolicies among -f are ignored: to
+verify hand-written (or edited) policies instead of compiling, give them with --policies.
+
+Gatekeeper's engine (v3.23.1) is built into mapc. Kyverno's (v1.19.1) is the kyverno-engine
+program (` + "`make kyverno-engine`" + ` builds bin/kyverno-engine), found with --kyverno-engine, else
+$MAPC_KYVERNO_ENGINE, else next to mapc, else in PATH. It runs Kyverno's default configuration
+(no resource filters, no excluded users or groups), the Fail policies before the Ignore ones as
+Kyverno's two webhooks do, each group in the order of the input.
 
 An object in a namespace not given fails when a mutator's match.namespaceSelector (where the
 rest of its match holds) or a policy's or binding's namespaceSelector looks at labels other than
@@ -64,7 +72,8 @@ against the mutators with those values. Compiled policies read no params.`,
 		Example: `  mapc verify -f examples/gatekeeper -f examples/objects
   mapc verify -f mutators/ -f testdata/objects --idempotence -o junit > verify.xml
   mapc verify -f mutators/ -f objects/ --policies deploy/policies
-  mapc verify -f mutators/ -f objects/ --policies by-team.yaml --params team-configmaps.yaml`,
+  mapc verify -f mutators/ -f objects/ --policies by-team.yaml --params team-configmaps.yaml
+  mapc verify -f kyverno-policies/ -f objects/ --policies deploy/policies --kyverno-engine bin/kyverno-engine`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.files = inputPaths(f.files, args)
@@ -83,6 +92,7 @@ against the mutators with those values. Compiled policies read no params.`,
 	fl.StringVar(&f.kubeVersion, "kubernetes-version", compiler.DefaultKubernetesVersion, "target Kubernetes version (compilation, and checks of --policies)")
 	fl.StringArrayVar(&f.allow, "allow-refusals", nil, "a RefusalAllowList file naming mutators that stay on Gatekeeper: their refusals do not fail verify, and the others are verified without them; repeatable")
 	fl.Int64Var(&f.seed, "seed", 0, "seed of the shuffled policy orders tried when there are more than 24 orders")
+	fl.StringVar(&f.kyvernoBin, "kyverno-engine", "", "the kyverno-engine program, Kyverno's engine (default $"+verify.KyvernoEngineEnv+", else next to mapc, else in PATH)")
 	return c
 }
 
@@ -109,11 +119,13 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	var mutDocs, objDocs, cfgDocs []*source.Document
+	var mutDocs, kyvDocs, objDocs, cfgDocs []*source.Document
 	for _, d := range docs {
 		obj := d.Object
 		group := obj.GroupVersionKind().Group
 		switch {
+		case kyverno.IsPolicy(obj):
+			kyvDocs = append(kyvDocs, d)
 		case gatekeeper.IsConfig(d):
 			cfgDocs = append(cfgDocs, d)
 		case gatekeeper.IsMutator(obj) || misnamed(obj):
@@ -126,8 +138,22 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			objDocs = append(objDocs, d)
 		}
 	}
+	if len(mutDocs) > 0 && len(kyvDocs) > 0 {
+		return usageErr("verify takes one input language per run: %s:%d has a Gatekeeper mutator and %s:%d a Kyverno policy; verify them separately",
+			mutDocs[0].File, mutDocs[0].Line, kyvDocs[0].File, kyvDocs[0].Line)
+	}
+	// What the input policies are called, and the engine they are verified against.
+	inputs, engine := "mutators", "Gatekeeper"
+	if len(kyvDocs) > 0 {
+		inputs, engine = "Kyverno policies", "Kyverno"
+		mutDocs = kyvDocs
+		for _, d := range cfgDocs {
+			fmt.Fprintf(stderr, "warning: %s:%d: Gatekeeper's Config does not apply to Kyverno policies; ignored\n", d.File, d.Line)
+		}
+		cfgDocs = nil
+	}
 	if len(mutDocs) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("no Gatekeeper mutators in %s", strings.Join(f.files, ", "))}
+		return &exitError{code: 1, err: fmt.Errorf("no Gatekeeper mutators or Kyverno policies in %s", strings.Join(f.files, ", "))}
 	}
 	if len(objDocs) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("no objects to admit in %s", strings.Join(f.files, ", "))}
@@ -165,11 +191,11 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			if m.Status == compiler.Kept {
 				kept[m.File+"\x00"+m.Mutator] = true
 				skipped = append(skipped, verify.Skip{Case: "compile " + m.Mutator,
-					Reason: strings.Join(m.Reasons, "; ") + "; not verified: Gatekeeper's webhook keeps mutating with it, and the policies are verified against Gatekeeper without it"})
+					Reason: strings.Join(m.Reasons, "; ") + "; not verified: " + engine + "'s webhook keeps mutating with it, and the policies are verified against " + engine + " without it"})
 			}
 		}
 		for _, p := range out.Kept {
-			fmt.Fprintln(stderr, "kept on Gatekeeper (allowed refusal): "+p.Error())
+			fmt.Fprintln(stderr, "kept on "+engine+" (allowed refusal): "+p.Error())
 		}
 		for _, n := range out.Notes {
 			if n.Kind.LeftOut() {
@@ -187,7 +213,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 					return &exitError{code: 1, err: err}
 				}
 			}
-			return &exitError{code: 1, err: fmt.Errorf("%d problem(s) with the mutators; no object verified", len(out.Problems))}
+			return &exitError{code: 1, err: fmt.Errorf("%d problem(s) with the %s; no object verified", len(out.Problems), inputs)}
 		}
 		for _, p := range out.Policies {
 			sets = append(sets, suite.PolicySet(p))
@@ -211,10 +237,25 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			mutators = append(mutators, d.Object)
 		}
 	}
-	v, err := verify.NewSets(mutators, sets, verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
+	vopts := verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
 		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces, GiveNamespacesWith: giveNamespacesWith,
-		CRDs: crds, Params: suite.ParamObjects(params), GiveCRDsWith: giveCRDsWith})
+		CRDs: crds, Params: suite.ParamObjects(params), GiveCRDsWith: giveCRDsWith}
+	if len(kyvDocs) > 0 {
+		path, err := verify.FindKyvernoEngine(f.kyvernoBin)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		ref, err := verify.NewKyvernoReference(path, mutators)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		vopts.Reference, mutators = ref, nil
+	}
+	v, err := verify.NewSets(mutators, sets, vopts)
 	if err != nil {
+		if ref, ok := vopts.Reference.(*verify.KyvernoReference); ok {
+			ref.Close()
+		}
 		return &exitError{code: 1, err: suite.PositionParamError(err, params, "--params")}
 	}
 	defer v.Close()
@@ -232,8 +273,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		}
 		rs = append(rs, r)
 	}
-	// The compiled policies read namespaces' labels only for the mutators' selectors, which are
-	// checked as Gatekeeper matches them; hand-written ones may read more.
+	// The compiled policies read namespaces' labels only for the input policies' selectors, which
+	// the reference checks; hand-written ones may read more.
 	var reads map[string][]string
 	if len(f.policies) > 0 {
 		reads = v.NamespaceReads()
@@ -247,7 +288,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		return &exitError{code: 1, err: err}
 	}
 	if failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d object(s) are not mutated as Gatekeeper mutates them", failed, len(rs))}
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d object(s) are not mutated as %s mutates them", failed, len(rs), engine)}
 	}
 	return nil
 }

@@ -1,24 +1,32 @@
 # mapc — every target installs or builds what it needs from the Go module proxy.
 GO ?= go
 BIN := bin/mapc
+KYVERNO_ENGINE := bin/kyverno-engine
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: all build test lint fuzz fuzz-short bench e2e clean examples
+.PHONY: all build kyverno-engine test lint fuzz fuzz-short bench e2e clean examples
 
-all: build
+all: build kyverno-engine
 
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/mapc
+
+# Kyverno's engine, the reference for Kyverno policies: a program of the module reference/kyverno
+# (Kyverno's own dependency versions), which mapc finds next to itself.
+kyverno-engine:
+	$(GO) build -C reference/kyverno -o $(CURDIR)/$(KYVERNO_ENGINE) ./cmd/kyverno-engine
 
 # The main job on the bundled examples.
 examples: build
 	$(BIN) compile examples/gatekeeper
 
-# Unit, golden and differential tests (Gatekeeper's engine vs the API server's MAP code), then
-# each Go fuzz target for FUZZTIME_SHORT, so that what they check cannot regress unnoticed.
-test: build
+# Unit, golden and differential tests (Gatekeeper's and Kyverno's engines vs the API server's MAP
+# code), the tests of Kyverno's engine module, then each Go fuzz target for FUZZTIME_SHORT, so
+# that what they check cannot regress unnoticed.
+test: build kyverno-engine
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	MAPC_KYVERNO_ENGINE=$(CURDIR)/$(KYVERNO_ENGINE) $(GO) test -count=1 -timeout 30m ./...
+	cd reference/kyverno && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(call fuzz-each,$(FUZZTIME_SHORT))
 
 lint:

@@ -101,9 +101,10 @@ type Step struct {
 	Round  int
 }
 
-// Source names an input object a policy was generated from.
+// Source names an input object a policy was generated from (Namespace only for a namespaced
+// one).
 type Source struct {
-	APIVersion, Kind, Name string
+	APIVersion, Kind, Namespace, Name string
 }
 
 // String is "Kind/name", as used in messages.
@@ -238,10 +239,39 @@ func builtinResource(gvk schema.GroupVersionKind) (string, bool) {
 	return plural.Resource, true
 }
 
+// ParseSources reads an AnnotationSource value back.
+func ParseSources(a string) []Source {
+	var out []Source
+	for _, part := range strings.Split(a, "; ") {
+		fields := strings.Split(part, ", ")
+		if len(fields) < 3 {
+			continue
+		}
+		src := Source{APIVersion: fields[0]}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "Kind":
+				src.Kind = v
+			case "namespace":
+				src.Namespace = v
+			case "name":
+				src.Name = v
+			}
+		}
+		out = append(out, src)
+	}
+	return out
+}
+
 func sourcesAnnotation(srcs []Source) string {
 	parts := make([]string, len(srcs))
 	for i, s := range srcs {
-		parts[i] = s.APIVersion + ", Kind=" + s.Kind + ", name=" + s.Name
+		parts[i] = s.APIVersion + ", Kind=" + s.Kind
+		if s.Namespace != "" {
+			parts[i] += ", namespace=" + s.Namespace
+		}
+		parts[i] += ", name=" + s.Name
 	}
 	return strings.Join(parts, "; ")
 }

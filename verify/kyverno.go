@@ -17,9 +17,12 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/mapc-dev/mapc/emit"
 )
 
 // KyvernoEngineEnv names the environment variable giving the path of the kyverno-engine program.
@@ -154,12 +157,41 @@ func (k *KyvernoReference) failed(err error) error {
 
 func (k *KyvernoReference) Name() string { return "Kyverno" }
 
+// orderOf is the request's order of the policies, else the order they were given in.
+func (k *KyvernoReference) orderOf(req RefRequest) []string {
+	if req.Order != nil {
+		return req.Order
+	}
+	return k.order
+}
+
+// Order names the Kyverno policies the compiled policies come from, in their order: "name" for
+// a ClusterPolicy, "namespace/name" for a Policy.
+func (k *KyvernoReference) Order(policies []*admissionregistrationv1.MutatingAdmissionPolicy) []string {
+	var out []string
+	for _, p := range policies {
+		for _, s := range emit.ParseSources(p.GetAnnotations()[emit.AnnotationSource]) {
+			if !strings.HasPrefix(s.APIVersion, "kyverno.io/") {
+				continue
+			}
+			name := s.Name
+			if s.Kind == "Policy" {
+				name = s.Namespace + "/" + s.Name
+			}
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
 func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructured.Unstructured, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var resp kyvernoResponse
 	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation,
-		Namespace: req.Namespace, Order: k.order}, &resp)
+		Namespace: req.Namespace, Order: k.orderOf(req)}, &resp)
 	switch {
 	case err != nil:
 		return nil, err

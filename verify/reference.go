@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -35,6 +36,21 @@ type RefRequest struct {
 	// kubernetes.io/metadata.name label); nil for cluster-scoped objects and Namespaces.
 	Namespace *corev1.Namespace
 	Operation admissionv1.Operation
+	// Order, for a reference whose engine runs its policies in an arbitrary order (an
+	// OrderedReference), names them in the order of the policies being compared (from
+	// OrderedReference.Order); nil is the reference's own order.
+	Order []string
+}
+
+// OrderedReference is a Reference whose engine runs its input policies in an arbitrary order,
+// as the API server runs MutatingAdmissionPolicies (Kyverno's policies): each order of the
+// compiled policies is compared with the engine's result in the same order of the input
+// policies they come from.
+type OrderedReference interface {
+	Reference
+	// Order names the input policies of the compiled policies (by their emit.AnnotationSource),
+	// in their order; compiled policies from none of its input policies are left out.
+	Order(policies []*admissionregistrationv1.MutatingAdmissionPolicy) []string
 }
 
 // gatekeeperReference is Gatekeeper's engine (package reference/gatekeeper) as a Reference.

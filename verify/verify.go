@@ -266,13 +266,35 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	if werr != nil {
 		res.WantErr = werr.Error()
 	}
+	ordered, _ := v.ref.(OrderedReference)
+	wants := map[string]refResult{}
 	for _, order := range v.orders {
 		res.Orders++
 		sets := make([]admission.PolicySet, len(order))
 		names := make([]string, len(order))
+		maps := make([]*admissionregistrationv1.MutatingAdmissionPolicy, len(order))
 		for i, j := range order {
 			sets[i] = v.sets[j]
 			names[i] = v.sets[j].Policy.Name
+			maps[i] = v.sets[j].Policy
+		}
+		if ordered != nil {
+			// The engine's result with its policies in this order.
+			refOrder := ordered.Order(maps)
+			key := strings.Join(refOrder, "\x00")
+			r, ok := wants[key]
+			if !ok {
+				r.want, r.err = v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, Order: refOrder})
+				if r.err == nil {
+					r.want, r.err = normalize(r.want, false)
+				}
+				wants[key] = r
+			}
+			want, werr = r.want, r.err
+			res.Want, res.WantErr = want, ""
+			if werr != nil {
+				res.WantErr = werr.Error()
+			}
 		}
 		tr := &admission.Trace{}
 		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op})
@@ -320,6 +342,12 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	res.Got = res.Want
 	res.Pass = true
 	return res
+}
+
+// refResult is the reference's result for one order of its policies.
+type refResult struct {
+	want *unstructured.Unstructured
+	err  error
 }
 
 // compare says how the policies' result differs from the reference's (named ref), "" if not.

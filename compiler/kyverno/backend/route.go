@@ -211,7 +211,7 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 		fp = admissionregistrationv1.Ignore
 	}
 	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
-	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Name: p.Name}},
+	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
 		Rules: resourceRules(kinds, resources), Mutations: muts}
 	return emit.NewPolicy(spec, eo)
 }

@@ -16,8 +16,10 @@ import (
 
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/kyvernobin"
 	"github.com/mapc-dev/mapc/verify"
 )
 
@@ -30,9 +32,9 @@ type caseConfig struct {
 
 // TestGolden compiles testdata/golden/<language>/<case>/mutators.yaml and compares the output
 // with policies.yaml (or, for refused input, the messages with problems.txt). When the case has
-// objects.yaml, every object is admitted both through the language's engine (Gatekeeper's, the
-// only one mapc has so far) and through the emitted policies (in every order up to 24, else
-// seeded shuffles) and must come out the same.
+// objects.yaml, every object is admitted both through the language's engine (Gatekeeper's, or
+// Kyverno's) and through the emitted policies (in every order up to 24, else seeded shuffles)
+// and must come out the same.
 func TestGolden(t *testing.T) {
 	dirs, err := filepath.Glob("../testdata/golden/*/*")
 	if err != nil || len(dirs) == 0 {
@@ -55,15 +57,21 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, layout := range []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator} {
+			layouts := []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator}
+			if lang == "kyverno" {
+				layouts = layouts[:1] // one policy per Kyverno policy, whatever the layout
+			}
+			for _, layout := range layouts {
 				t.Run(string(layout), func(t *testing.T) { goldenCase(t, dir, kv, layout) })
 			}
 		})
 	}
 }
 
-// goldenCase checks one case in one layout. The fused layout's files are policies.yaml,
-// problems.txt and notes.txt; the per-mutator layout's policies are policies-per-mutator.yaml.
+// goldenCase checks one case in one layout (Kyverno's cases: the fused one only). The fused
+// layout's files are policies.yaml, problems.txt and notes.txt; the per-mutator layout's
+// policies are policies-per-mutator.yaml. The objects of a Kyverno case are compared with
+// Kyverno's engine (the kyverno-engine program), those of a Gatekeeper case with Gatekeeper's.
 func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.Layout) {
 	suffix := ""
 	if layout == compiler.LayoutPerMutator {
@@ -117,18 +125,37 @@ func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.L
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lang := filepath.Base(filepath.Dir(dir)); lang != "gatekeeper" {
-		t.Fatalf("objects.yaml: there is no reference engine for %s to compare with", lang)
-	}
 	objDocs, err := source.Parse("objects.yaml", objData)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var muts []*unstructured.Unstructured
-	for _, d := range docs {
-		if gatekeeper.IsMutator(d.Object) {
-			muts = append(muts, d.Object)
+	var ref verify.Reference
+	switch lang := filepath.Base(filepath.Dir(dir)); lang {
+	case "gatekeeper":
+		for _, d := range docs {
+			if gatekeeper.IsMutator(d.Object) {
+				muts = append(muts, d.Object)
+			}
 		}
+	case "kyverno":
+		var pols []*unstructured.Unstructured
+		for _, d := range docs {
+			if kyverno.IsPolicy(d.Object) {
+				pols = append(pols, d.Object)
+			}
+		}
+		engine, err := kyvernobin.Path()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kref, err := verify.NewKyvernoReference(engine, pols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref = kref
+	default:
+		t.Fatalf("objects.yaml: there is no reference engine for %s to compare with", lang)
 	}
 	var nss []*corev1.Namespace
 	var cases []verify.Case
@@ -141,11 +168,15 @@ func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.L
 			nss = append(nss, ns)
 		}
 		cases = append(cases, verify.Case{Object: d.Object})
+		if ref != nil && d.Object.GetKind() != "Namespace" {
+			// Kyverno's rules run again on every update: an update that changes nothing.
+			cases = append(cases, verify.Case{Name: "UPDATE " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"})
+		}
 	}
 	if len(problems) > 0 {
 		t.Fatalf("a case with objects.yaml must compile: %s", got)
 	}
-	v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true})
+	v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true, Reference: ref})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,8 @@ type Document struct {
 	index  int // position in the file, for stable ordering
 }
 
-// LineOf returns the line of the field at path (e.g. "spec", "location"), or of the closest
-// ancestor that exists, or of the document.
+// LineOf returns the line of the field at path (e.g. "spec", "location"; a list item by its
+// index, "0"), or of the closest ancestor that exists, or of the document.
 func (d *Document) LineOf(path ...string) int {
 	n := d.node
 	line := d.Line
@@ -47,13 +47,19 @@ func (d *Document) LineOf(path ...string) int {
 			n = n.Content[0]
 		}
 		var next *yaml.Node
-		if n.Kind == yaml.MappingNode {
+		switch n.Kind {
+		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				if n.Content[i].Value == p {
 					line = n.Content[i].Line
 					next = n.Content[i+1]
 					break
 				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(p); err == nil && i >= 0 && i < len(n.Content) {
+				next = n.Content[i]
+				line = next.Line
 			}
 		}
 		n = next

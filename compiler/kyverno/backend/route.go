@@ -112,13 +112,20 @@ func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
 	}
 	var fe *lower.FieldError
 	msg := err.Error()
-	if errors.As(err, &fe) {
+	if !errors.As(err, &fe) {
+		fe = nil
+	} else {
 		if fe.Field != "" {
 			field += "." + fe.Field
 		}
 		msg = fe.Msg
 	}
-	return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(r.Path...), Object: p.Object(), Field: field, Msg: msg}
+	at := sub
+	if fe != nil && fe.Field != "" {
+		at += "." + fe.Field
+	}
+	line := p.Doc.LineOf(append(append([]string(nil), r.Path...), kyverno.FieldPath(at)...)...)
+	return &diag.Problem{File: p.Doc.File, Line: line, Object: p.Object(), Field: field, Msg: msg}
 }
 
 // compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule, in

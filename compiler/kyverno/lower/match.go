@@ -183,7 +183,8 @@ func Filter(f kyverno.Filter) (cel.Expr, error) {
 	}
 	if f.NamespaceSelector != nil {
 		ns := cel.Ident("namespaceObject")
-		lbls := cel.Cond(cel.Bin("==", ns, cel.Null()), cel.Map(nil, nil), orValue(cel.Field(ns, "metadata"), "labels", cel.Map(nil, nil)))
+		md := cel.Field(ns, "metadata")
+		lbls := cel.Cond(cel.Or(cel.Bin("==", ns, cel.Null()), cel.Not(cel.Has(md, "labels"))), cel.Map(nil, nil), cel.Field(md, "labels"))
 		c, err := cel.LabelSelector(f.NamespaceSelector, lbls)
 		if err != nil {
 			return nil, err

@@ -25,6 +25,7 @@ import (
 func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops cel.Expr, err error) {
 	g := &smp{}
 	s := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
+	g.reach = cel.True
 	ops, err = g.mapOps(cel.Pointer{}, object, patch, s, "", true)
 	if err != nil {
 		return nil, nil, err
@@ -35,6 +36,8 @@ func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops ce
 type smp struct {
 	conds []cel.Expr
 	vars  int
+	// reach is the condition that the map mapOps works on exists (static maps only).
+	reach cel.Expr
 }
 
 func (g *smp) fresh(prefix string) string {
@@ -96,7 +99,7 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 			if err != nil {
 				return nil, err
 			}
-			g.conds = append(g.conds, c)
+			g.conds = append(g.conds, cel.And(g.reach, c))
 			continue
 		case "+":
 			val, err := fresh(v, f)
@@ -113,7 +116,12 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 		case nil:
 			parts = append(parts, cel.Guarded(present(cur, name), cel.List(cel.PatchOp("remove", cp, nil))))
 		case map[string]any:
+			reach := g.reach
+			if static {
+				g.reach = cel.And(reach, present(cur, name))
+			}
 			inner, err := g.mapOps(cp, child, x, fs, f, static)
+			g.reach = reach
 			if err != nil {
 				return nil, err
 			}

@@ -44,6 +44,19 @@ type Rule struct {
 	StrategicMerge map[string]any
 	// JSON6902 are the operations of mutate.patchesJson6902.
 	JSON6902 []Op
+	// ForEach are mutate.foreach's entries, run in order.
+	ForEach []ForEach
+}
+
+// ForEach is one entry of mutate.foreach.
+type ForEach struct {
+	List string
+	// Order is Ascending, Descending or "" (patchStrategicMerge: descending; JSON patch:
+	// ascending).
+	Order          string
+	Preconditions  *Preconditions
+	StrategicMerge map[string]any
+	JSON6902       []Op
 }
 
 // Block is a match or exclude block: Any or All filters (a block written with resources and

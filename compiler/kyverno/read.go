@@ -225,7 +225,14 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 			}
 			rule.JSON6902 = ops
 		case "foreach":
-			r.problem(kp, kf, "foreach is not supported yet: the rule cannot be translated")
+			list, ok := m[k].([]any)
+			if !ok {
+				r.problem(kp, kf, "must be a list")
+				continue
+			}
+			for i, e := range list {
+				rule.ForEach = append(rule.ForEach, r.forEach(e, append(append([]string(nil), kp...), strconv.Itoa(i)), fmt.Sprintf("%s[%d]", kf, i)))
+			}
 		case "targets":
 			if !emptyValue(m[k]) {
 				r.problem(kp, kf, "mutating existing resources (targets) happens in Kyverno's background controller, not on admission: a MutatingAdmissionPolicy cannot do it")
@@ -235,13 +242,17 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 			r.problem(kp, kf, "unknown field of a Kyverno mutate block (Kyverno v1.19)")
 		}
 	}
-	if rule.StrategicMerge != nil && rule.JSON6902 != nil {
-		r.problem(path, field, "patchStrategicMerge and patchesJson6902 in one rule: Kyverno applies only one; split them into two rules")
-	}
-	if rule.StrategicMerge == nil && rule.JSON6902 == nil {
-		if _, fe := m["foreach"]; !fe {
-			r.problem(path, field, "has no patch: give patchStrategicMerge or patchesJson6902")
+	n := 0
+	for _, has := range []bool{rule.StrategicMerge != nil, rule.JSON6902 != nil, m["foreach"] != nil} {
+		if has {
+			n++
 		}
+	}
+	switch {
+	case n > 1:
+		r.problem(path, field, "give one of patchStrategicMerge, patchesJson6902 and foreach: Kyverno applies only one")
+	case n == 0:
+		r.problem(path, field, "has no patch: give patchStrategicMerge, patchesJson6902 or foreach")
 	}
 }
 
@@ -548,4 +559,53 @@ func (r *reader) preconditions(v any, path []string, field string) *Precondition
 		r.problem(path, field, "must be any/all conditions")
 	}
 	return pc
+}
+
+// forEach reads one foreach entry.
+func (r *reader) forEach(v any, path []string, field string) ForEach {
+	var fe ForEach
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.problem(path, field, "must be an object")
+		return fe
+	}
+	for _, k := range sortedKeys(m) {
+		kp := append(append([]string(nil), path...), k)
+		kf := field + "." + k
+		switch k {
+		case "list":
+			fe.List, _ = m[k].(string)
+		case "order":
+			fe.Order, _ = m[k].(string)
+		case "preconditions":
+			fe.Preconditions = r.preconditions(m[k], kp, kf)
+		case "patchStrategicMerge":
+			pm, ok := m[k].(map[string]any)
+			if !ok {
+				r.problem(kp, kf, "must be an object (a partial resource)")
+				continue
+			}
+			fe.StrategicMerge = pm
+		case "patchesJson6902":
+			s, _ := m[k].(string)
+			ops, err := parseJSON6902(s)
+			if err != nil {
+				r.problem(kp, kf, "%v", err)
+				continue
+			}
+			fe.JSON6902 = ops
+		case "context":
+			if !emptyValue(m[k]) {
+				r.problem(kp, kf, "context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or registries while admitting")
+			}
+		case "foreach":
+			r.problem(kp, kf, "nested foreach is not supported yet")
+		default:
+			r.problem(kp, kf, "unknown field of a foreach entry (Kyverno v1.19)")
+		}
+	}
+	if fe.List == "" {
+		r.problem(path, field+".list", "a foreach needs the list it iterates")
+	}
+	return fe
 }

@@ -165,6 +165,12 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 			if err != nil {
 				return nil, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
+		case r.ForEach != nil:
+			ops, err = forEach(r, rk)
+			if err != nil {
+				return nil, problem(p, r, "mutate", err)
+			}
+			mayFail++ // a missing list fails the rule
 		default:
 			jops := append([]kyverno.Op(nil), r.JSON6902...)
 			for i := range jops {
@@ -317,8 +323,20 @@ func glob(pattern, s string) bool {
 }
 
 // strategicMerge lowers the rule's patchStrategicMerge for each kind it applies to (merge keys
-// depend on the kind); kinds that give the same operations share them.
+// depend on the kind).
 func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
+	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, error) {
+		cond, ops, err := lower.StrategicMerge(apiVersion, kind, patch)
+		if err != nil {
+			return nil, err
+		}
+		return cel.Guarded(cond, ops), nil
+	})
+}
+
+// perKind lowers with lowerKind for each kind; kinds that give the same operations share them,
+// the others are told apart by the request's kind.
+func perKind(kinds []gk, lowerKind func(apiVersion, kind string) (cel.Expr, error)) (cel.Expr, error) {
 	type variant struct {
 		e     cel.Expr
 		kinds []gk
@@ -330,11 +348,10 @@ func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
 		if k.Group != "" {
 			apiVersion = k.Group + "/" + k.Version
 		}
-		cond, ops, err := lower.StrategicMerge(apiVersion, k.Kind, patch)
+		e, err := lowerKind(apiVersion, k.Kind)
 		if err != nil {
 			return nil, err
 		}
-		e := cel.Guarded(cond, ops)
 		key := cel.String(e)
 		if v, ok := byText[key]; ok {
 			v.kinds = append(v.kinds, k)
@@ -397,4 +414,23 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// forEach lowers the rule's foreach entries, in order, for each kind the rule applies to.
+func forEach(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
+	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, error) {
+		var parts []cel.Expr
+		for i, fe := range r.ForEach {
+			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, e)
+		}
+		if len(parts) > 1 {
+			// Each entry sees the previous one's result: one mutation cannot give that.
+			return nil, fmt.Errorf("foreach with several entries is not supported yet: split them into rules")
+		}
+		return parts[0], nil
+	})
 }

@@ -14,7 +14,10 @@ import (
 // its path (a list when the next token is an index or "-"), a remove of a missing path does
 // nothing, a replace of a missing path fails the rule. Operations run in order, each on the
 // previous one's result; what an earlier operation wrote is known statically.
-func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
+func JSON6902(ops []kyverno.Op) (cel.Expr, error) { return json6902At(cel.Pointer{}, object, ops) }
+
+// json6902At lowers the operations, their paths taken below base, where the value is cur.
+func json6902At(base cel.Pointer, cur cel.Expr, ops []kyverno.Op) (cel.Expr, error) {
 	var parts []cel.Expr
 	var done [][]string // paths written (added or replaced) by earlier operations
 	var removed [][]string
@@ -62,7 +65,7 @@ func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
 				}
 				return false
 			}
-			parts = append(parts, ensureAdd(object, cel.Pointer{}, toks, 0, known, val))
+			parts = append(parts, ensureAdd(cur, base, toks, 0, known, val))
 			done = append(done, toks)
 		case "replace":
 			val, err := valueOf(op.Value)
@@ -72,13 +75,13 @@ func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
 			if last := toks[len(toks)-1]; last == "-" {
 				return nil, errorf(field, "replace at \"-\" fails in Kyverno: there is no such item")
 			}
-			parts = append(parts, cel.List(cel.PatchOp("replace", pointerOf(toks), val)))
+			parts = append(parts, cel.List(cel.PatchOp("replace", pointerOf(base, toks), val)))
 			done = append(done, toks)
 		case "remove":
 			if toks[len(toks)-1] == "-" {
 				continue // no such item: nothing to remove
 			}
-			parts = append(parts, cel.Guarded(exists(object, toks), cel.List(cel.PatchOp("remove", pointerOf(toks), nil))))
+			parts = append(parts, cel.Guarded(exists(cur, toks), cel.List(cel.PatchOp("remove", pointerOf(base, toks), nil))))
 			removed = append(removed, toks)
 		}
 	}
@@ -146,8 +149,7 @@ func exists(cur cel.Expr, toks []string) cel.Expr {
 	return cel.And(cs...)
 }
 
-func pointerOf(toks []string) cel.Pointer {
-	var p cel.Pointer
+func pointerOf(p cel.Pointer, toks []string) cel.Pointer {
 	for _, t := range toks {
 		p = p.Child(t)
 	}

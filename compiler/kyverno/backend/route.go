@@ -11,6 +11,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -58,6 +59,12 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		opts.KubernetesVersion, _ = route.ParseVersion(route.DefaultKubernetesVersion)
 	}
 	env := cel.NewEnv(opts.KubernetesVersion)
+	type ignoring struct {
+		p  *kyverno.Policy
+		at int // its line of the report
+	}
+	var failingIgnore []ignoring
+	ignorePolicies := 0
 	for _, d := range docs {
 		obj := d.Object
 		st := route.MutatorStatus{Mutator: obj.GetKind() + "/" + obj.GetName(), File: d.File, Line: d.Line}
@@ -67,7 +74,13 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 			continue // no mutate rules: noted
 		}
 		if len(problems) == 0 {
-			pol, err := compilePolicy(env, p, opts)
+			pol, mayFail, err := compilePolicy(env, p, opts)
+			if err == nil && pol != nil && mayFail && p.FailurePolicy == "Ignore" {
+				failingIgnore = append(failingIgnore, ignoring{p, len(out.Mutators)})
+			}
+			if err == nil && pol != nil && p.FailurePolicy == "Ignore" {
+				ignorePolicies++
+			}
 			if err != nil {
 				problems = append(problems, err)
 			} else if pol == nil {
@@ -92,6 +105,23 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 			out.Problems = append(out.Problems, problems...)
 		}
 		out.Mutators = append(out.Mutators, st)
+	}
+	if ignorePolicies > 1 {
+		// Kyverno's webhook for Ignore policies hands the policies after one that failed an
+		// empty object: they change nothing. The API server runs the others as if nothing
+		// failed.
+		for _, f := range failingIgnore {
+			prob := &diag.Problem{File: f.p.Doc.File, Line: f.p.Doc.LineOf("spec", "failurePolicy"), Object: f.p.Object(), Field: "spec.failurePolicy",
+				Msg: "Ignore, with a rule that can fail (a variable without a value, a replace of a missing path, a missing foreach list), beside other Ignore policies: when it fails, Kyverno's webhook gives the Ignore policies after it an empty object, so they change nothing, while the API server still runs them; use Fail"}
+			out.Problems = append(out.Problems, prob)
+			st := &out.Mutators[f.at]
+			name := ""
+			if len(st.Policies) > 0 {
+				name = st.Policies[0]
+			}
+			st.Status, st.Policies, st.Reasons = route.Refused, nil, []string{prob.Reason()}
+			out.Policies = slices.DeleteFunc(out.Policies, func(p *emit.Policy) bool { return p.Policy.Name == name })
+		}
 	}
 	return out
 }
@@ -130,24 +160,36 @@ func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
 
 // compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule, in
 // order.
-func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, error) {
+func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, bool, error) {
+	pol, mayFail, err := compileRules(env, p, opts)
+	return pol, mayFail > 0, err
+}
+
+// compileRules builds the policy and counts its rules that can fail.
+func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, int, error) {
 	resources := emit.NewResources(opts.CRDs)
 	var muts []emit.Mutation
 	var kinds []gk
 	mayFail := 0
+	type emitted struct {
+		kinds   []gk
+		mayFail bool
+	}
+	var rules []emitted // per mutation: its kinds, and whether it can fail
 	for _, r := range p.Rules {
+		failing := mayFail
 		rk, err := ruleKinds(r, opts)
 		if err != nil {
-			return nil, problem(p, r, "match", err)
+			return nil, 0, problem(p, r, "match", err)
 		}
 		kinds = append(kinds, rk...)
 		guard, err := lower.Rule(p, r)
 		if err != nil {
-			return nil, problem(p, r, "match", err)
+			return nil, 0, problem(p, r, "match", err)
 		}
 		pre, err := lower.Preconditions(r.Preconditions, lower.Scope{}, "preconditions")
 		if err != nil {
-			return nil, problem(p, r, "", err)
+			return nil, 0, problem(p, r, "", err)
 		}
 		if r.Preconditions != nil {
 			mayFail++ // a variable without a value fails the rule
@@ -158,35 +200,35 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 		case r.StrategicMerge != nil:
 			patch, vs, err := lower.Substitute(r.StrategicMerge, lower.Scope{}, "")
 			if err != nil {
-				return nil, problem(p, r, "mutate.patchStrategicMerge", err)
+				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
 			vars = vs
 			ops, err = strategicMerge(patch.(map[string]any), rk)
 			if err != nil {
-				return nil, problem(p, r, "mutate.patchStrategicMerge", err)
+				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
 		case r.ForEach != nil:
 			ops, err = forEach(r, rk)
 			if err != nil {
-				return nil, problem(p, r, "mutate", err)
+				return nil, 0, problem(p, r, "mutate", err)
 			}
 			mayFail++ // a missing list fails the rule
 		default:
 			jops := append([]kyverno.Op(nil), r.JSON6902...)
 			for i := range jops {
 				if strings.Contains(jops[i].Path, "{{") {
-					return nil, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d]", i), errors.New("variables in paths are not supported yet"))
+					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d]", i), errors.New("variables in paths are not supported yet"))
 				}
 				v, vs, err := lower.Substitute(jops[i].Value, lower.Scope{}, "")
 				if err != nil {
-					return nil, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d].value", i), err)
+					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d].value", i), err)
 				}
 				jops[i].Value = v
 				vars = append(vars, vs...)
 			}
 			ops, err = lower.JSON6902(jops)
 			if err != nil {
-				return nil, problem(p, r, "mutate.patchesJson6902", err)
+				return nil, 0, problem(p, r, "mutate.patchesJson6902", err)
 			}
 			for _, op := range r.JSON6902 {
 				if op.Op == "replace" {
@@ -208,16 +250,27 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 			err = env.CheckJSONPatchExpr(e)
 		}
 		if err != nil {
-			return nil, problem(p, r, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
+			return nil, 0, problem(p, r, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
 		}
 		muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
+		rules = append(rules, emitted{rk, mayFail > failing})
 	}
 	if len(muts) == 0 {
-		return nil, nil
+		return nil, mayFail, nil
 	}
-	if mayFail > 0 && len(muts) > 1 && p.FailurePolicy == "Ignore" {
-		return nil, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
-			Msg: "Ignore, with a rule that can fail (a variable without a value, a patchesJson6902 replace of a missing path): Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule in a policy of its own"}
+	// A rule that can fail beside another rule for the same kind: under Ignore, Kyverno drops
+	// the patches of both. (Autogen's rules for other kinds never run on the same object.)
+	partial := false
+	for i := range rules {
+		for j := range rules {
+			if i != j && rules[i].mayFail && overlap(rules[i].kinds, rules[j].kinds) {
+				partial = true
+			}
+		}
+	}
+	if partial && p.FailurePolicy == "Ignore" {
+		return nil, 0, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
+			Msg: "Ignore, with a rule that can fail (a variable without a value, a replace of a missing path, a missing foreach list) beside other rules for the same kinds: Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule in a policy of its own"}
 	}
 	fp := admissionregistrationv1.Fail
 	if p.FailurePolicy == "Ignore" {
@@ -226,7 +279,8 @@ func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.P
 	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
 	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
 		Rules: resourceRules(kinds, resources), Mutations: muts}
-	return emit.NewPolicy(spec, eo)
+	pol, err := emit.NewPolicy(spec, eo)
+	return pol, mayFail, err
 }
 
 // gk is a kind a rule applies to, with the version its schema is read in.
@@ -433,4 +487,14 @@ func forEach(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
 		}
 		return parts[0], nil
 	})
+}
+
+// overlap: do the kind lists share a kind?
+func overlap(a, b []gk) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
 }

@@ -185,7 +185,6 @@ func TestProcessOutputFlags(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{[]string{"compile", in, "-o", "-"}, "drop '-o -'"},
 		{[]string{"compile", in, "-o", filepath.Join(dir, "policies")}, "use --output-dir"},
 		{[]string{"compile", in, "-o", "policies.yaml"}, "redirect standard output"},
 		{[]string{"compile", in, "--output-dir", "json"}, "did you mean -o json?"},

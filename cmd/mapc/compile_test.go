@@ -71,6 +71,22 @@ func TestCompileExamplesToStdout(t *testing.T) {
 	}
 }
 
+// TestCompileKyvernoExamples compiles the Kyverno examples to standard output, "-o -" naming it
+// as other tools do: the same output as without.
+func TestCompileKyvernoExamples(t *testing.T) {
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/kyverno", "-o", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if n := strings.Count(out, "kind: MutatingAdmissionPolicy\n"); n != 5 {
+		t.Fatalf("%d policies, want one per Kyverno policy (5):\n%s", n, out)
+	}
+	_, plain, _ := runCLI(t, "", "compile", "-f", "../../examples/kyverno")
+	if plain != out {
+		t.Fatalf("-o - changes the output")
+	}
+}
+
 func TestCompileIsDeterministicAcrossInputOrder(t *testing.T) {
 	dir := t.TempDir()
 	a := writeFile(t, dir, "a.yaml", goodAssign)

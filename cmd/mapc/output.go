@@ -15,17 +15,22 @@ import (
 // formatFlag is -o/--output: the output format, as kubectl, gator and kubeconform read -o.
 type formatFlag struct {
 	value   string
+	def     string
 	allowed []string
 }
 
 func addFormatFlag(fl *pflag.FlagSet, f *formatFlag, def string, allowed ...string) {
-	f.allowed = allowed
+	f.allowed, f.def = allowed, def
 	fl.StringVarP(&f.value, "output", "o", def, "output format: "+strings.Join(allowed, ", "))
 }
 
 // check validates the format; a value that looks like a path gets a hint, since -o named the
 // output directory of compile in earlier versions of mapc and names a file in other tools.
+// "-o -" (standard output, where the result goes anyway) is the default format.
 func (f *formatFlag) check(cmd string) error {
+	if f.value == "-" {
+		f.value = f.def
+	}
 	for _, a := range f.allowed {
 		if f.value == a {
 			return nil
@@ -33,8 +38,6 @@ func (f *formatFlag) check(cmd string) error {
 	}
 	use := strings.Join(f.allowed, ", ")
 	switch {
-	case f.value == "-":
-		return usageErr("-o is the output format (%s), and standard output is where the result goes already: drop '-o -'", use)
 	case cmd == "compile" && looksLikePath(f.value):
 		return usageErr("-o %q: -o is the output format (%s); to write one file per policy and a kustomization.yaml into a directory, use --output-dir %s; for one file, redirect standard output (> %s)", f.value, use, f.value, f.value)
 	case looksLikePath(f.value):

@@ -19,6 +19,7 @@ kyverno-engine:
 # The main job on the bundled examples.
 examples: build
 	$(BIN) compile examples/gatekeeper
+	$(BIN) compile examples/kyverno
 
 # Unit, golden and differential tests (Gatekeeper's and Kyverno's engines vs the API server's MAP
 # code), the tests of Kyverno's engine module, then each Go fuzz target for FUZZTIME_SHORT, so

@@ -10,7 +10,9 @@ import (
 
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/kyvernobin"
 )
 
 // load compiles the mutators under mutPaths and splits the documents under objPaths into
@@ -70,4 +72,54 @@ func TestExamplesMatchGatekeeper(t *testing.T) {
 			t.Log(Report(rs))
 		})
 	}
+}
+
+// TestExamplesMatchKyverno admits the Kyverno examples' objects, on CREATE and on an UPDATE that
+// changes nothing, through Kyverno's engine and through the compiled policies, in every order.
+func TestExamplesMatchKyverno(t *testing.T) {
+	docs, err := source.ReadPaths([]string{"../examples/kyverno"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := compiler.Compile(docs, compiler.Options{})
+	for _, p := range out.Problems {
+		t.Fatalf("compile: %v", p)
+	}
+	var pols []*unstructured.Unstructured
+	for _, d := range docs {
+		if kyverno.IsPolicy(d.Object) {
+			pols = append(pols, d.Object)
+		}
+	}
+	if len(out.Policies) != len(pols) {
+		t.Fatalf("%d policies from %d Kyverno policies: want one each", len(out.Policies), len(pols))
+	}
+	engine, err := kyvernobin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := NewKyvernoReference(engine, pols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(nil, out.Policies, Options{Idempotence: true, Reference: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	objDocs, err := source.ReadPaths([]string{"../examples/kyverno/objects"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Result
+	for _, d := range objDocs {
+		for _, c := range []Case{{Object: d.Object}, {Name: "UPDATE " + caseName(d.Object), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"}} {
+			r := v.Check(context.Background(), c)
+			rs = append(rs, r)
+			if !r.Pass {
+				t.Errorf("%s", Report([]Result{r}))
+			}
+		}
+	}
+	t.Log(Summary(rs))
 }

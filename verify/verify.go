@@ -219,12 +219,12 @@ func (v *Verifier) namespaceOf(obj *unstructured.Unstructured) *corev1.Namespace
 // result that changes on re-admission is the reference's behaviour, reproduced (in Gatekeeper, a
 // keyed list element whose key the API server drops as empty is not found again, and added again,
 // by both).
-func (v *Verifier) referenceAlike(ctx context.Context, got, again *unstructured.Unstructured, op admissionv1.Operation) bool {
+func (v *Verifier) referenceAlike(ctx context.Context, got, again *unstructured.Unstructured, op admissionv1.Operation, order []string) bool {
 	in, err := Normalize(got)
 	if err != nil {
 		return false
 	}
-	ref, err := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), Namespace: v.namespaceOf(in), Operation: op})
+	ref, err := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), Namespace: v.namespaceOf(in), Operation: op, Order: order})
 	if err == nil {
 		ref, err = normalize(ref, false)
 	}
@@ -269,6 +269,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	ordered, _ := v.ref.(OrderedReference)
 	wants := map[string]refResult{}
 	for _, order := range v.orders {
+		var refOrder []string
 		res.Orders++
 		sets := make([]admission.PolicySet, len(order))
 		names := make([]string, len(order))
@@ -280,7 +281,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		}
 		if ordered != nil {
 			// The engine's result with its policies in this order.
-			refOrder := ordered.Order(maps)
+			refOrder = ordered.Order(maps)
 			key := strings.Join(refOrder, "\x00")
 			r, ok := wants[key]
 			if !ok {
@@ -325,7 +326,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			if aerr == nil {
 				again, aerr = Normalize(again)
 			}
-			if aerr == nil && !apiequality.Semantic.DeepEqual(again.Object, got.Object) && v.referenceAlike(ctx, got, again, op) {
+			if aerr == nil && !apiequality.Semantic.DeepEqual(again.Object, got.Object) && v.referenceAlike(ctx, got, again, op, refOrder) {
 				continue // the reference's own result changes again, and the same way
 			}
 			if aerr != nil || !apiequality.Semantic.DeepEqual(again.Object, got.Object) {

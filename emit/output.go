@@ -17,6 +17,8 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/internal/par"
 )
 
 // Header starts every generated file. Which input policies each policy comes from is in its
@@ -119,13 +121,16 @@ func encode(objs []map[string]any, f Format) ([]byte, error) {
 		return b.Bytes(), nil
 	}
 	b.WriteString(Header)
-	for i, o := range objs {
+	// Each object on every core, written in order.
+	docs := make([][]byte, len(objs))
+	errs := make([]error, len(objs))
+	par.Do(len(objs), func(i int) { docs[i], errs[i] = yaml.Marshal(objs[i]) })
+	for i, data := range docs {
 		if i > 0 {
 			b.WriteString("---\n")
 		}
-		data, err := yaml.Marshal(o)
-		if err != nil {
-			return nil, err
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		b.Write(data)
 	}
@@ -148,15 +153,18 @@ func objects(p *Policy, apiVersion string) ([]map[string]any, error) {
 // fails when an object exceeds MaxObjectBytes.
 func Stream(ps []*Policy, apiVersion string, f Format) ([]byte, error) {
 	var all []map[string]any
-	for _, p := range ps {
-		objs, err := objects(p, apiVersion)
-		if err != nil {
-			return nil, err
+	per := make([][]map[string]any, len(ps))
+	errs := make([]error, len(ps))
+	par.Do(len(ps), func(i int) {
+		if per[i], errs[i] = objects(ps[i], apiVersion); errs[i] == nil {
+			errs[i] = checkSizes(per[i], nil)
 		}
-		if err := checkSizes(objs, nil); err != nil {
-			return nil, err
+	})
+	for i := range ps {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		all = append(all, objs...)
+		all = append(all, per[i]...)
 	}
 	if f == JSON {
 		if all == nil {

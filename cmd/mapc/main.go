@@ -1,5 +1,6 @@
-// Command mapc compiles Gatekeeper mutators into Kubernetes MutatingAdmissionPolicies and
-// bindings, and checks that they mutate objects exactly as Gatekeeper does.
+// Command mapc compiles Gatekeeper mutators and Kyverno mutate rules into Kubernetes
+// MutatingAdmissionPolicies and bindings, and checks that they mutate objects exactly as
+// Gatekeeper's or Kyverno's engine does.
 //
 // It is the command line (cobra): flags, reading inputs, calling the compiler, verify and suite,
 // and printing. It must hold no translation logic, and nothing may import it.
@@ -9,9 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 func main() {
+	// A short-lived batch program that allocates much and keeps little: collecting half as often
+	// as Go's default saves a tenth of a large compilation. GOGC still decides when set.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

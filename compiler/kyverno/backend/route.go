@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,7 @@ import (
 	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/par"
 )
 
 // namePrefix starts the name of every policy compiled from a Kyverno policy.
@@ -65,16 +67,33 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 	}
 	var failingIgnore []ignoring
 	ignorePolicies := 0
-	for _, d := range docs {
+	// Each policy on its own, on every core; the results joined in input order.
+	type result struct {
+		p        *kyverno.Policy
+		problems []error
+		notes    []diag.Note
+		pol      *emit.Policy
+		mayFail  bool
+		err      error
+	}
+	results := make([]result, len(docs))
+	par.Do(len(docs), func(i int) {
+		r := &results[i]
+		r.p, r.problems, r.notes = kyverno.Read(docs[i])
+		if r.p != nil && len(r.problems) == 0 {
+			r.pol, r.mayFail, r.err = compilePolicy(env, r.p, opts)
+		}
+	})
+	for i, d := range docs {
 		obj := d.Object
 		st := route.MutatorStatus{Mutator: obj.GetKind() + "/" + obj.GetName(), File: d.File, Line: d.Line}
-		p, problems, notes := kyverno.Read(d)
-		out.Notes = append(out.Notes, notes...)
+		p, problems := results[i].p, results[i].problems
+		out.Notes = append(out.Notes, results[i].notes...)
 		if p == nil && len(problems) == 0 {
 			continue // no mutate rules: noted
 		}
 		if len(problems) == 0 {
-			pol, mayFail, err := compilePolicy(env, p, opts)
+			pol, mayFail, err := results[i].pol, results[i].mayFail, results[i].err
 			if err == nil && pol != nil && mayFail && p.FailurePolicy == "Ignore" {
 				failingIgnore = append(failingIgnore, ignoring{p, len(out.Mutators)})
 			}
@@ -303,7 +322,7 @@ func ruleKinds(r *kyverno.Rule, opts route.Options) ([]gk, error) {
 			if strings.ContainsAny(pk.Kind, "*?") {
 				return nil, fmt.Errorf("kind %q: wildcard kinds are not supported yet: name the kinds", k)
 			}
-			found := knownKinds(pk, opts)
+			found := knownKindsCached(pk, opts)
 			if len(found) == 0 {
 				return nil, fmt.Errorf("kind %q is not a kind the Kubernetes API serves: give the CustomResourceDefinition of a custom resource with --crd", k)
 			}
@@ -316,6 +335,22 @@ func ruleKinds(r *kyverno.Rule, opts route.Options) ([]gk, error) {
 		}
 	}
 	return out, nil
+}
+
+// builtinKinds caches knownKinds for compilations without CRDs (the client libraries' kinds
+// never change).
+var builtinKinds sync.Map // lower.Kind → []gk
+
+func knownKindsCached(k lower.Kind, opts route.Options) []gk {
+	if len(opts.CRDs) > 0 {
+		return knownKinds(k, opts)
+	}
+	if v, ok := builtinKinds.Load(k); ok {
+		return v.([]gk)
+	}
+	found := knownKinds(k, opts)
+	builtinKinds.Store(k, found)
+	return found
 }
 
 // knownKinds are the served kinds k matches, one version per group (the first the client
@@ -379,34 +414,47 @@ func glob(pattern, s string) bool {
 // strategicMerge lowers the rule's patchStrategicMerge for each kind it applies to (merge keys
 // depend on the kind).
 func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
-	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, error) {
+	lowered := map[string]cel.Expr{} // by schema signature: kinds whose lists merge alike
+	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
+		sig := lower.Signature(apiVersion, kind, patch)
+		if e, ok := lowered[sig]; ok {
+			return e, sig, nil
+		}
 		cond, ops, err := lower.StrategicMerge(apiVersion, kind, patch)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return cel.Guarded(cond, ops), nil
+		e := cel.Guarded(cond, ops)
+		lowered[sig] = e
+		return e, sig, nil
 	})
 }
 
 // perKind lowers with lowerKind for each kind; kinds that give the same operations share them,
 // the others are told apart by the request's kind.
-func perKind(kinds []gk, lowerKind func(apiVersion, kind string) (cel.Expr, error)) (cel.Expr, error) {
+// lowerKind gives the kind's operations and an id ("" for none) that kinds lowered alike share.
+func perKind(kinds []gk, lowerKind func(apiVersion, kind string) (cel.Expr, string, error)) (cel.Expr, error) {
 	type variant struct {
 		e     cel.Expr
 		kinds []gk
 	}
 	var vs []*variant
 	byText := map[string]*variant{}
+	printed := map[string]string{} // a lowering several kinds share (same id) is printed once
 	for _, k := range kinds {
 		apiVersion := k.Version
 		if k.Group != "" {
 			apiVersion = k.Group + "/" + k.Version
 		}
-		e, err := lowerKind(apiVersion, k.Kind)
+		e, id, err := lowerKind(apiVersion, k.Kind)
 		if err != nil {
 			return nil, err
 		}
-		key := cel.String(e)
+		key, ok := printed[id]
+		if !ok || id == "" {
+			key = cel.String(e)
+			printed[id] = key
+		}
 		if v, ok := byText[key]; ok {
 			v.kinds = append(v.kinds, k)
 			continue
@@ -472,20 +520,13 @@ func contains(s []string, x string) bool {
 
 // forEach lowers the rule's foreach entries, in order, for each kind the rule applies to.
 func forEach(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
-	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, error) {
-		var parts []cel.Expr
-		for i, fe := range r.ForEach {
-			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", i))
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, e)
-		}
-		if len(parts) > 1 {
+	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
+		if len(r.ForEach) > 1 {
 			// Each entry sees the previous one's result: one mutation cannot give that.
-			return nil, fmt.Errorf("foreach with several entries is not supported yet: split them into rules")
+			return nil, "", fmt.Errorf("foreach with several entries is not supported yet: split them into rules")
 		}
-		return parts[0], nil
+		e, err := lower.ForEach(apiVersion, kind, r.ForEach[0], "foreach[0]")
+		return e, "", err
 	})
 }
 

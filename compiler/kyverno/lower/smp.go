@@ -33,6 +33,37 @@ func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops ce
 	return cel.And(g.conds...), ops, nil
 }
 
+// Signature names what lowering patch depends on in the schema of apiVersion/kind: the merge
+// keys of each list the patch reaches. Kinds with the same signature lower alike.
+func Signature(apiVersion, kind string, patch map[string]any) string {
+	var b strings.Builder
+	var walk func(v any, s *openapi.ResourceSchema, path string)
+	walk = func(v any, s *openapi.ResourceSchema, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, k := range sortedKeys(x) {
+				_, name := anchor(k)
+				var fs *openapi.ResourceSchema
+				if s != nil {
+					fs = s.Field(name)
+				}
+				walk(x[k], fs, path+"."+name)
+			}
+		case []any:
+			fmt.Fprintf(&b, "%s=%s;", path, strings.Join(mergeKeys(s), ","))
+			var es *openapi.ResourceSchema
+			if s != nil {
+				es = s.Elements()
+			}
+			for _, e := range x {
+				walk(e, es, path+"[]")
+			}
+		}
+	}
+	walk(patch, openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}), "")
+	return b.String()
+}
+
 type smp struct {
 	conds []cel.Expr
 	vars  int

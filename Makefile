@@ -61,11 +61,14 @@ clean:
 	rm -rf bin
 
 # End-to-end tests against a real kube-apiserver and etcd on 127.0.0.1, both built from the Go
-# module proxy and cached in $(HOME)/.cache/mapc-e2e (first run ~10 minutes). See e2e/README.md.
+# module proxy and cached in $(HOME)/.cache/mapc-e2e (first run ~10 minutes), with Kyverno's
+# engine for the Kyverno examples. E2E_TESTFLAGS passes flags to go test ("-run TestKyverno -v").
+# See e2e/README.md.
 KUBE_VERSION ?= 1.37.1
 ETCD_VERSION ?= 3.7.0
-e2e:
-	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) GO=$(GO) bash hack/e2e.sh run
+e2e: kyverno-engine
+	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) GO=$(GO) \
+		MAPC_KYVERNO_ENGINE=$(CURDIR)/$(KYVERNO_ENGINE) bash hack/e2e.sh run
 
 # Gatekeeper v3.23.1 as a real mutating webhook vs mapc's policies on the same API server:
 # latency per create and CPU per request (also builds Gatekeeper's manager, ~4 minutes once).

@@ -21,16 +21,20 @@ import (
 
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
-	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
-	"github.com/mapc-dev/mapc/reference/gatekeeper"
+	"github.com/mapc-dev/mapc/verify"
 )
 
-// testCase is a set of Gatekeeper mutators and the objects to admit with them.
+// testCase is a set of input policies (Gatekeeper mutators, or Kyverno policies) and the
+// objects to admit with them.
 type testCase struct {
 	name     string
 	mutators []*source.Document
 	objects  []*unstructured.Unstructured
+	// language is the input language, which gives the reference engine (nil: Gatekeeper).
+	language *language
+	// updateLabel: the update of each object adds a label (updateKey) instead of an annotation.
+	updateLabel bool
 	// kubeVersion is the version the case is compiled for ("" for the server's).
 	kubeVersion string
 	// skipOnProblems skips the case when the compiler refuses a mutator (golden cases that
@@ -41,11 +45,8 @@ type testCase struct {
 	repeat int
 }
 
-// engine names, in reports.
-const (
-	engineGatekeeper = "Gatekeeper"
-	engineEvaluator  = "in-process evaluator"
-)
+// engineEvaluator names the in-process evaluator in reports.
+const engineEvaluator = "in-process evaluator"
 
 // outcome is what one engine predicts for one request.
 type outcome struct {
@@ -56,6 +57,13 @@ type outcome struct {
 	// serverErr is the API server's rejection of raw.
 	server    *unstructured.Unstructured
 	serverErr error
+	// order names the engine's policies in the order that gave this result, for an engine run
+	// in more than one order (see language.anyOrder); nil otherwise.
+	order []string
+	// others are the engine's results in the other orders tried that differ from this one,
+	// and orders counts the orders tried (this one's included).
+	others []outcome
+	orders int
 }
 
 // prediction is one request to the API server and what each engine says it will store.
@@ -74,7 +82,7 @@ type item struct {
 	isNS       bool
 	key        string
 	created    *unstructured.Unstructured // created with no policy bound
-	updateIn   *unstructured.Unstructured // created + the update annotation
+	updateIn   *unstructured.Unstructured // created + the update annotation (or label)
 	onCreate   *prediction
 	onUpdate   *prediction
 }
@@ -83,14 +91,18 @@ type item struct {
 var checksPassed, checksFailed, objectsUntouched, objectsMutated atomic.Int64
 
 type runner struct {
-	t     *testing.T
-	c     *cluster
-	ctx   context.Context
-	gk    *gatekeeper.Engine
-	ev    *admission.Evaluator
-	sets  []admission.PolicySet
-	nss   map[string]*corev1.Namespace // the namespaces the objects live in, as the API server has them
-	items []*item
+	t    *testing.T
+	c    *cluster
+	ctx  context.Context
+	ref  reference
+	ev   *admission.Evaluator
+	sets []admission.PolicySet
+	// evOrders are the orders of sets the evaluator runs them in: the compiled order only,
+	// unless the language's policies run in any order (language.anyOrder).
+	evOrders    [][]int
+	updateLabel bool
+	nss         map[string]*corev1.Namespace // the namespaces the objects live in, as the API server has them
+	items       []*item
 	// saved are immortal namespaces as they were before the case changed them.
 	saved map[string]*unstructured.Unstructured
 }
@@ -100,14 +112,16 @@ var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
 // runCase runs one case:
 //
 //	A. with no policy bound: for each namespace of the case, then each other object, a dry-run
-//	   create shows the object as the API server presents it to admission; Gatekeeper's engine
-//	   and the in-process evaluator predict the result, and a dry-run create of each prediction
-//	   shows it as the API server would store it (or its rejection). The object is then created
-//	   for real, unmutated, and the same is done for an update of it (a new annotation).
+//	   create shows the object as the API server presents it to admission; the language's
+//	   engine (Gatekeeper's or Kyverno's) and the in-process evaluator predict the result (for
+//	   Kyverno, in each order of the policies, see language.anyOrder), and a dry-run create of
+//	   each prediction shows it as the API server would store it (or its rejection). The object
+//	   is then created for real, unmutated, and the same is done for an update of it (a new
+//	   annotation, or label).
 //	B. the compiled policies are created (dry run first) and the test waits until they are active.
 //	C. each object is updated, then deleted and created again; then the namespaces are updated,
 //	   and deleted and created again. Every result (or rejection) is compared with both
-//	   predictions, ignoring server-set metadata and status.
+//	   predictions (with any of an engine's orders), ignoring server-set metadata and status.
 //	D. everything is deleted (also when the case fails).
 func runCase(t *testing.T, c *cluster, tc testCase) {
 	kv, err := c.compileVersion(tc.kubeVersion)
@@ -161,21 +175,28 @@ var layouts = []compiler.Layout{compiler.LayoutFused, compiler.LayoutPerMutator}
 func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv *version.Version) {
 	ctx := context.Background()
 	var err error
+	lang := tc.lang()
 	var mutators []*unstructured.Unstructured
 	for _, d := range tc.mutators {
-		if gkfront.IsMutator(d.Object) {
+		if lang.isInput(d.Object) {
 			mutators = append(mutators, d.Object)
 		}
 	}
-	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}}
-	if r.gk, err = gatekeeper.New(mutators); err != nil {
-		t.Fatalf("Gatekeeper's engine: %v", err)
+	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}, updateLabel: tc.updateLabel}
+	if r.ref, err = lang.newReference(mutators); err != nil {
+		t.Fatalf("%s's engine: %v", lang.name, err)
 	}
-	// As installed by its chart: not called for namespaces labelled admission.gatekeeper.sh/ignore
-	// (the compiled bindings skip them the same way, by default).
-	r.gk.SetWebhookNamespaceSelector(true)
+	defer r.ref.close()
 	for _, p := range out.Policies {
 		r.sets = append(r.sets, admission.PolicySet{Policy: p.Policy, Bindings: []*admissionregistrationv1.MutatingAdmissionPolicyBinding{p.Binding}})
+	}
+	compiled := make([]int, len(r.sets))
+	for i := range compiled {
+		compiled[i] = i
+	}
+	r.evOrders = [][]int{compiled}
+	if lang.anyOrder {
+		r.evOrders = verify.Orders(len(r.sets), maxOrders, maxOrders-2, 1)
 	}
 	r.load(tc.objects)
 	if r.ev, err = admission.New(admission.Options{Namespaces: r.namespaceList()}); err != nil {
@@ -193,7 +214,7 @@ func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d policies for %d mutators (compiled for %s, %s), active after %v", len(out.Policies), len(mutators), kv, c.mapAPI, took.Round(10e6))
+	t.Logf("%d policies for %d %s policies (compiled for %s, %s), active after %v", len(out.Policies), len(mutators), lang.name, kv, c.mapAPI, took.Round(10e6))
 	// C.
 	r.exercise()
 }
@@ -345,19 +366,23 @@ func (r *runner) predictCreate(it *item) *prediction {
 	return r.predict(it, admissionv1.Create, stripServerFields(presented), nil)
 }
 
-// predictUpdate dry-run updates the created object with a new annotation and predicts the
-// result of that update.
+// predictUpdate dry-run updates the created object with a new annotation (or label, see
+// testCase.updateLabel) and predicts the result of that update.
 func (r *runner) predictUpdate(it *item) *prediction {
 	if it.created == nil {
 		return nil
 	}
 	it.updateIn = it.created.DeepCopy()
-	ann := it.updateIn.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
+	get, set := it.updateIn.GetAnnotations, it.updateIn.SetAnnotations
+	if r.updateLabel {
+		get, set = it.updateIn.GetLabels, it.updateIn.SetLabels
 	}
-	ann[updateAnnotation] = "1"
-	it.updateIn.SetAnnotations(ann)
+	m := get()
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[updateKey] = "1"
+	set(m)
 	presented, err := r.c.update(r.ctx, it.gvr, it.updateIn, true)
 	if err != nil {
 		r.t.Errorf("%s: dry-run update with no policy bound: %v", it.key, err)
@@ -373,22 +398,53 @@ func (r *runner) predict(it *item, op admissionv1.Operation, input, old *unstruc
 	if !it.isNS && it.namespaced {
 		ns = r.nss[it.obj.GetNamespace()]
 	}
-	gk, gkErr := r.gk.Admit(r.ctx, gatekeeper.Request{Object: input.DeepCopy(), OldObject: old, Namespace: ns, Operation: op})
-	ev, evErr := r.ev.Admit(r.ctx, r.sets, admission.Request{Object: input.DeepCopy(), OldObject: old, Operation: op})
-	for _, o := range []outcome{{engine: engineGatekeeper, raw: gk, denied: gkErr}, {engine: engineEvaluator, raw: ev, denied: evErr}} {
-		if o.denied == nil {
-			if op == admissionv1.Create {
-				o.server, o.serverErr = r.c.create(r.ctx, it.gvr, stripServerFields(o.raw), true)
-			} else {
-				o.server, o.serverErr = r.c.update(r.ctx, it.gvr, o.raw, true)
+	refs := r.ref.admit(r.ctx, verify.RefRequest{Object: input.DeepCopy(), OldObject: old, Namespace: ns, Operation: op})
+	evs := r.evaluate(input, old, op)
+	for _, e := range []struct {
+		engine string
+		cs     *candidates
+	}{{r.ref.name(), refs}, {engineEvaluator, evs}} {
+		var first outcome
+		for i, cand := range e.cs.list {
+			o := outcome{engine: e.engine, raw: cand.raw, denied: cand.denied, order: cand.order}
+			if o.denied == nil {
+				if op == admissionv1.Create {
+					o.server, o.serverErr = r.c.create(r.ctx, it.gvr, stripServerFields(o.raw), true)
+				} else {
+					o.server, o.serverErr = r.c.update(r.ctx, it.gvr, o.raw, true)
+				}
+				if o.serverErr != nil && !isInvalid(o.serverErr) {
+					r.t.Errorf("%s: %s: dry-run %s of the %s prediction: %v", it.key, op, strings.ToLower(string(op)), o.engine, o.serverErr)
+				}
 			}
-			if o.serverErr != nil && !isInvalid(o.serverErr) {
-				r.t.Errorf("%s: %s: dry-run %s of the %s prediction: %v", it.key, op, strings.ToLower(string(op)), o.engine, o.serverErr)
+			if i == 0 {
+				first = o
+			} else {
+				first.others = append(first.others, o)
 			}
 		}
-		p.outcomes = append(p.outcomes, o)
+		first.orders = e.cs.tried
+		p.outcomes = append(p.outcomes, first)
 	}
 	return p
+}
+
+// evaluate runs the in-process evaluator with the compiled policies in each of r.evOrders.
+func (r *runner) evaluate(input, old *unstructured.Unstructured, op admissionv1.Operation) *candidates {
+	cs := &candidates{}
+	for _, order := range r.evOrders {
+		sets := make([]admission.PolicySet, len(order))
+		names := make([]string, len(order))
+		for i, j := range order {
+			sets[i], names[i] = r.sets[j], r.sets[j].Policy.Name
+		}
+		if len(r.evOrders) == 1 {
+			names = nil
+		}
+		obj, err := r.ev.Admit(r.ctx, sets, admission.Request{Object: input.DeepCopy(), OldObject: old, Operation: op})
+		cs.add(candidate{order: names, raw: obj, denied: err})
+	}
+	return cs
 }
 
 // exercise is phase C.
@@ -453,8 +509,8 @@ type result struct {
 // check compares what the API server did with what each engine predicted.
 func (r *runner) check(it *item, p *prediction, got result) {
 	what := fmt.Sprintf("%s %s", p.op, it.key)
-	if gk := p.outcomes[0]; gk.denied == nil {
-		if equalJSON(clean(gk.raw).Object, clean(p.input).Object) {
+	if ref := p.outcomes[0]; ref.denied == nil {
+		if equalJSON(clean(ref.raw).Object, clean(p.input).Object) {
 			objectsUntouched.Add(1)
 		} else {
 			objectsMutated.Add(1)
@@ -462,6 +518,21 @@ func (r *runner) check(it *item, p *prediction, got result) {
 	}
 	for _, o := range p.outcomes {
 		msg := verdict(o, got)
+		if msg != "" {
+			// The API server runs the policies in an order of its own: any order the engine was
+			// run in will do.
+			for _, alt := range o.others {
+				if verdict(alt, got) == "" {
+					r.t.Logf("%s: as %s with its policies in the order %s", what, o.engine, strings.Join(alt.order, ", "))
+					msg = ""
+					break
+				}
+			}
+		}
+		if msg != "" && o.orders > 1 {
+			msg = fmt.Sprintf("in none of the %d orders of its policies tried (%d distinct results); with them in the order %s: %s",
+				o.orders, 1+len(o.others), strings.Join(o.order, ", "), msg)
+		}
 		if msg == "" {
 			checksPassed.Add(1)
 			continue

@@ -45,7 +45,7 @@ const (
 	// the probe object, every policy created before it is active (see waitActive).
 	sentinelName       = "mapc-e2e-sentinel"
 	probeAnnotation    = "e2e.mapc.dev/probe"
-	updateAnnotation   = "e2e.mapc.dev/update"
+	updateKey          = "e2e.mapc.dev/update" // the annotation (or label) each update adds
 	labelE2E           = "e2e.mapc.dev/owned"
 	activationTimeout  = 60 * time.Second
 	deletionTimeout    = 60 * time.Second

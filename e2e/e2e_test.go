@@ -19,6 +19,7 @@ import (
 
 	gkfront "github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/internal/kyvernobin"
 	"github.com/mapc-dev/mapc/internal/quiet"
 )
 
@@ -32,8 +33,9 @@ const (
 func TestMain(m *testing.M) {
 	quiet.Klog() // the in-process evaluator runs the API server's admission code, which logs through klog
 	code := m.Run()
+	kyvernobin.Cleanup() // the kyverno-engine program TestKyverno built, if it built one
 	if os.Getenv(EnvKubeconfig) != "" {
-		fmt.Printf("e2e: %d checks passed, %d failed; %d results mutated, %d untouched by Gatekeeper\n",
+		fmt.Printf("e2e: %d checks passed, %d failed; %d results mutated, %d untouched by the input's engine\n",
 			checksPassed.Load(), checksFailed.Load(), objectsMutated.Load(), objectsUntouched.Load())
 	}
 	os.Exit(code)

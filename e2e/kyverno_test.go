@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	kyfront "github.com/mapc-dev/mapc/compiler/kyverno"
+	"github.com/mapc-dev/mapc/compiler/source"
+)
+
+const (
+	kyvernoExamplesDir = "../examples/kyverno"
+	kyvernoObjectsDir  = "../examples/kyverno/objects"
+	kyvernoGoldenDir   = "../testdata/golden/kyverno"
+)
+
+// TestKyverno admits the Kyverno examples' objects (examples/kyverno/objects) with all the
+// example policies together, then the objects of every Kyverno golden case that has them
+// (testdata/golden/kyverno/<case>/mutators.yaml and objects.yaml), and compares each stored
+// object with Kyverno's engine's result (the kyverno-engine program) for the same request, in
+// any order of the Kyverno policies, and with the in-process evaluator's, in any order of the
+// compiled policies (see language.anyOrder). Each update adds a label, and Kyverno's rules run
+// again on it.
+func TestKyverno(t *testing.T) {
+	c := connect(t)
+	t.Run("examples", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join(kyvernoExamplesDir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no examples in %s: %v", kyvernoExamplesDir, err)
+		}
+		runCase(t, c, testCase{
+			name:        kyvernoExamplesDir,
+			language:    kyvernoLanguage,
+			mutators:    readMutators(t, files...),
+			objects:     readObjects(t, kyvernoObjectsDir),
+			updateLabel: true,
+		})
+	})
+	dirs, _ := filepath.Glob(filepath.Join(kyvernoGoldenDir, "*"))
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "objects.yaml")); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "mutators.yaml")); err != nil {
+			continue
+		}
+		t.Run("golden/"+filepath.Base(dir), func(t *testing.T) {
+			var cfg goldenConfig
+			if data, err := os.ReadFile(filepath.Join(dir, "config.yaml")); err == nil {
+				if err := yaml.Unmarshal(data, &cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			policies := readMutators(t, filepath.Join(dir, "mutators.yaml"))
+			if !hasKyvernoPolicy(policies) {
+				t.Skip("no Kyverno policy")
+			}
+			runCase(t, c, testCase{
+				name:           dir,
+				language:       kyvernoLanguage,
+				mutators:       policies,
+				objects:        readObjects(t, filepath.Join(dir, "objects.yaml")),
+				kubeVersion:    cfg.KubernetesVersion,
+				skipOnProblems: true,
+				updateLabel:    true,
+			})
+		})
+	}
+}
+
+func hasKyvernoPolicy(docs []*source.Document) bool {
+	for _, d := range docs {
+		if kyfront.IsPolicy(d.Object) {
+			return true
+		}
+	}
+	return false
+}

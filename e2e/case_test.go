@@ -530,7 +530,7 @@ func (r *runner) check(it *item, p *prediction, got result) {
 			}
 		}
 		if msg != "" && o.orders > 1 {
-			msg = fmt.Sprintf("in none of the %d orders of its policies tried (%d distinct results); with them in the order %s: %s",
+			msg = fmt.Sprintf("in none of the %d orders of its policies tried (distinct results: %d); with them in the order %s: %s",
 				o.orders, 1+len(o.others), strings.Join(o.order, ", "), msg)
 		}
 		if msg == "" {

@@ -15,6 +15,8 @@
 #   E2E_TESTFLAGS  extra flags for go test (e.g. "-run TestExamples -v")
 #   E2E_APISERVER_FLAGS  more kube-apiserver flags
 #   E2E_KEEP_LOGS  a folder to copy the etcd and kube-apiserver logs to
+#   MAPC_KYVERNO_ENGINE  the kyverno-engine program for TestKyverno (make e2e builds it; if not
+#                  set, the test builds it)
 #
 # Binaries are built from the Go module proxy in wrapper modules generated in the cache folder
 # (never in the project's go.mod) and kept as $CACHE/bin/<name>-v<version>; later runs reuse them.

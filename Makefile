@@ -40,6 +40,8 @@ define fuzz-each
 	$(GO) test ./compiler/source/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(1)
 	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(1)
 	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzMutatorYAML$$' -fuzztime $(1)
+	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzVariable$$' -fuzztime $(1)
+	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzStrategicMerge$$' -fuzztime $(1)
 endef
 
 # Go fuzz targets, each for FUZZTIME; then fuzz-diff: MAPC_DIFF_N (default 100000) generated

@@ -27,7 +27,7 @@
 //	  name: my-policies             # optional; the file name otherwise
 //	kubernetesVersion: "1.34"       # optional, default that of `mapc compile`
 //	sources:                        # files or directories, relative to the suite file
-//	- ../mutators                   #   Gatekeeper mutators: compiled as `mapc compile` does
+//	- ../mutators                   #   Gatekeeper mutators, Kyverno policies: compiled as `mapc compile` does
 //	- policies.yaml                 #   ready MutatingAdmissionPolicies and bindings: checked
 //	namespaces:                     # Namespace objects: files, or written inline
 //	- namespaces.yaml
@@ -88,14 +88,28 @@
 //     (only oldObject), vapTestSuites. Ignored: userInfo groups and extra, schemaLocations, a
 //     param for a policy without paramKind.
 //   - kyverno-test.yaml (the Kyverno CLI; apiVersion cli.kyverno.io/v1alpha1, kyverno.io/v1 or
-//     kyverno.io/v1alpha1, kind Test): policies and resources files; results for a
-//     MutatingAdmissionPolicy among the policies: each of resources (or resource), found by name
-//     ("namespace/name" allowed), kind and namespace; result pass with patchedResources (the
-//     patched object with the same kind, namespace and name), pass without (no error), skip
-//     (unchanged), fail or error (any error). The policy runs with its bindings, or with a
-//     binding matching everything if it has none; the namespaceSelector of the variables file
-//     gives namespaces their labels. Skipped: results for Kyverno's own policy kinds and other
-//     results. Ignored: other values, userinfo, checks.
+//     kyverno.io/v1alpha1, kind Test): policies and resources files; each result's resources (or
+//     resource), found by name ("namespace/name" allowed), kind and namespace; the operation of
+//     the result, else request.operation of the values file (CREATE, UPDATE with the object as
+//     its old object, as kyverno test sends it; DELETE skipped); the values file's
+//     namespaceSelector and namespaces give namespaces their labels. A result for a
+//     MutatingAdmissionPolicy among the policies: pass with patchedResources (the patched object
+//     with the same kind, namespace and name), pass without (no error), skip (unchanged), fail
+//     or error (any error); the policy runs with its bindings, or with a binding matching
+//     everything if it has none. A result for a Kyverno ClusterPolicy or Policy ("name" or
+//     "namespace/name") runs through the policy compiled from it (kyverno.go, kyvernorun.go),
+//     after the policies compiled from the Kyverno policies listed before it, each alone and in
+//     that order, as kyverno test applies them; its patched resource is the one with the
+//     object's apiVersion, kind, namespace and name, compared as kyverno test compares (nulls,
+//     empty maps and lists removed on both sides); pass means the policy changes the object,
+//     skip that it leaves it unchanged, fail and error that it fails. What the object cannot
+//     tell is skipped with the reason: pass for an unchanged object (Kyverno's skip, or no rule
+//     matching), a rule's result in a policy of several mutate rules (unless a patched resource
+//     checks them all), rules that are not mutate rules. A Kyverno policy the compiler refuses
+//     fails the suite with its problems; values of variables, userinfo and exceptions are
+//     refused with Kyverno policies (the compiled policies read the request as the API server
+//     sends it), and ignored (noted) without. Skipped: results for other policy kinds. Ignored:
+//     checks, context.
 //
 // Unlike kaptest and the Kyverno CLI, mapc applies matchConstraints, the binding's match
 // resources, the real schemas and the create-time checks: a policy those tools accept but the API

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify"
 )
 
@@ -101,7 +102,17 @@ func Run(ctx context.Context, s *Suite) *Outcome {
 		return o
 	}
 	defer r.ev.Close()
+	r.kyverno = kyvernoSets(sets)
 	for _, c := range s.Cases {
+		if c.Kyverno != nil {
+			res, skip := r.runKyverno(ctx, c)
+			if skip != "" {
+				s.Skipped = append(s.Skipped, verify.Skip{Case: c.Name, Reason: skip})
+				continue
+			}
+			o.Results = append(o.Results, res)
+			continue
+		}
 		o.Results = append(o.Results, r.runCase(ctx, c))
 	}
 	o.Warnings = append(o.Warnings, NamespaceWarnings(r.notes.AssumedNamespaces(), r.notes.NamespaceReads(), giveNamespacesWith(s.Format))...)
@@ -117,6 +128,9 @@ type runner struct {
 	mutators *verify.MutatorNamespaces // nil without mutators among the sources
 	// notes collects what the admissions assumed of namespaces not given.
 	notes *admission.Trace
+	// kyverno are the policies compiled from Kyverno policies, by the Kyverno policy ("name" or
+	// "namespace/name").
+	kyverno map[string]admission.PolicySet
 }
 
 // giveNamespacesWith says where a suite of the format gives Namespace objects.
@@ -172,8 +186,9 @@ func (o *Outcome) policies() ([]admission.PolicySet, error) {
 	s := o.Suite
 	var sets []admission.PolicySet
 	var problems []string
-	if len(s.Mutators) > 0 {
-		out := compiler.Compile(s.Mutators, compiler.Options{KubernetesVersion: s.KubernetesVersion})
+	if len(s.Mutators) > 0 || len(s.Kyverno) > 0 {
+		docs := append(append([]*source.Document(nil), s.Mutators...), s.Kyverno...)
+		out := compiler.Compile(docs, compiler.Options{KubernetesVersion: s.KubernetesVersion})
 		for _, p := range out.Problems {
 			problems = append(problems, p.Error())
 		}
@@ -360,7 +375,11 @@ func (r *runner) runCase(ctx context.Context, c *Case) verify.Result {
 			res.GotErr = gerr.Error()
 		}
 		if want != nil && got != nil {
-			res.Diff = Diff(want, got)
+			if c.Tidy {
+				res.Diff = Diff(tidied(want), tidied(got))
+			} else {
+				res.Diff = Diff(want, got)
+			}
 		}
 		return res
 	}
@@ -410,6 +429,10 @@ func judge(c *Case, want, got *unstructured.Unstructured, gerr error) string {
 		return ""
 	case c.ExpectUnchanged && !apiequality.Semantic.DeepEqual(want.Object, got.Object):
 		return "the policies change the object, which was expected unchanged"
+	case c.Tidy && !apiequality.Semantic.DeepEqual(tidied(want).Object, tidied(got).Object):
+		return "the policies' result differs from the expected object (nulls, empty maps and lists aside, as kyverno test compares)"
+	case c.Tidy:
+		return ""
 	case !apiequality.Semantic.DeepEqual(want.Object, got.Object):
 		return "the policies' result differs from the expected object"
 	}

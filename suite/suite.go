@@ -49,6 +49,9 @@ type Suite struct {
 	KubernetesVersion *version.Version
 	// Mutators are Gatekeeper mutators, compiled when the suite runs.
 	Mutators []*source.Document
+	// Kyverno are Kyverno ClusterPolicies and Policies, compiled when the suite runs; in a
+	// kyverno-test.yaml, in the order kyverno test applies them.
+	Kyverno []*source.Document
 	// Policies are ready MutatingAdmissionPolicy and binding documents.
 	Policies []*source.Document
 	// BindUnbound gives each policy that has no binding a binding matching everything the policy
@@ -90,6 +93,12 @@ type Case struct {
 	ExpectUnchanged bool
 	ExpectError     *string // a substring of the error; "" for any error
 	ExpectAdmitted  bool    // admitted, whatever the result
+	// Tidy compares Expect with the result as kyverno test compares a patched resource: nulls,
+	// empty maps and empty lists removed on both sides.
+	Tidy bool
+	// Kyverno, when set, makes the case a kyverno-test.yaml result for a Kyverno policy: it runs
+	// through the policy compiled from it, and Expect (if set) is its patched resource.
+	Kyverno *KyvernoResult
 }
 
 // Detect says which format a suite file is written in, or "" if it is none.
@@ -251,7 +260,8 @@ func (l *loader) read(field string, paths []string) ([]*source.Document, error) 
 	return docs, nil
 }
 
-// sources sorts documents into Gatekeeper mutators and ready policies; anything else is an error.
+// sources sorts documents into Gatekeeper mutators, Kyverno policies and ready policies; others
+// go to others.
 func (l *loader) sources(s *Suite, field string, docs []*source.Document, others func(*source.Document) error) error {
 	for _, d := range docs {
 		switch {
@@ -259,6 +269,8 @@ func (l *loader) sources(s *Suite, field string, docs []*source.Document, others
 			s.Mutators = append(s.Mutators, d)
 		case IsPolicy(d.Object):
 			s.Policies = append(s.Policies, d)
+		case isKyverno(d):
+			s.Kyverno = append(s.Kyverno, d)
 		default:
 			if err := others(d); err != nil {
 				return err
@@ -411,14 +423,14 @@ func (l *loader) mapc(s *Suite, data []byte) error {
 		s.KubernetesVersion = v
 	}
 	if len(f.Sources) == 0 {
-		return l.errorf("sources", "list the Gatekeeper mutators or MutatingAdmissionPolicy files to test")
+		return l.errorf("sources", "list the Gatekeeper mutators, Kyverno policies or MutatingAdmissionPolicy files to test")
 	}
 	docs, err := l.read("sources", f.Sources)
 	if err != nil {
 		return err
 	}
 	err = l.sources(s, "sources", docs, func(d *source.Document) error {
-		return l.errorf("sources", "%s:%d: %s %s is neither a Gatekeeper mutator nor a MutatingAdmissionPolicy or binding", d.File, d.Line, d.Object.GetAPIVersion(), Identity(d.Object))
+		return l.errorf("sources", "%s:%d: %s %s is neither a Gatekeeper mutator, a Kyverno policy nor a MutatingAdmissionPolicy or binding", d.File, d.Line, d.Object.GetAPIVersion(), Identity(d.Object))
 	})
 	if err != nil {
 		return err

@@ -163,7 +163,7 @@ results:
 			"0 passed, 2 failed\n",
 		}},
 		{"kyverno", wrongKyverno, []string{
-			"FAIL set-replicas: Deployment nginx-test - PASS: the policies' result differs from the expected object\n",
+			"FAIL set-replicas: Deployment nginx-test - PASS: the policies' result differs from the expected object (nulls, empty maps and lists aside, as kyverno test compares)\n",
 			"  -  replicas: 4\n  +  replicas: 3\n",
 			"FAIL add-default-app-label: Pod pass-pod - SKIP: the policies change the object, which was expected unchanged\n",
 			"0 passed, 2 failed\n",

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,7 @@ func TestSuitesExamplesPass(t *testing.T) {
 		{"../../testdata/suites/kaptest/kaptest.yaml"},
 		{"../../testdata/suites/kaptest-params"},
 		{"../../testdata/suites/kyverno"},
+		{"../../examples/kyverno"},
 	} {
 		code, stdout, stderr := runCLI(t, "", append([]string{"test"}, args...)...)
 		if code != 0 || !strings.Contains(stdout, " passed, 0 failed") || strings.Contains(stdout, "FAIL") {
@@ -45,6 +47,22 @@ func TestSuitesExamplesPass(t *testing.T) {
 		"SKIP default-environment: (DELETE) Deployment:base - ERROR: DELETE: MutatingAdmissionPolicies do not run on DELETE\n",
 		"PASS deployment-replicas: (CREATE) Deployment:one - MUTATE with param replicas in large (1 policy order)\n",
 		"23 passed, 0 failed, 1 skipped\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// The bundled Kyverno examples' kyverno-test.yaml runs its results through the compiled policies.
+func TestSuitesKyvernoExamples(t *testing.T) {
+	_, stdout, _ := runCLI(t, "", "test", "../../examples/kyverno")
+	for _, want := range []string{
+		"=== kyverno-examples (../../examples/kyverno/kyverno-test.yaml, kyverno format)\n",
+		"PASS add-labels/team-label: Deployment team-a/api - PASS (1 policy order)\n",
+		"PASS always-pull-latest: Pod team-b/shipper-already - SKIP (1 policy order)\n",
+		"PASS log-shipper: Pod team-b/shipper-already - PASS (1 policy order)\n",
+		"15 passed, 0 failed\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
@@ -136,6 +154,38 @@ results:
   resources: [pass-pod]
   result: skip
 `)
+	// The patched resources of the Kyverno examples, one of them wrong.
+	kyvernoExamples := abs(t, "../../examples/kyverno")
+	patched, err := os.ReadFile(filepath.Join(kyvernoExamples, "patched", "log-shipper.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongPatched := strings.Replace(string(patched), "app: web", "app: website", 1)
+	if wrongPatched == string(patched) {
+		t.Fatal("the web Pod's label is not in the patched resources")
+	}
+	writeFile(t, dir, "wrong-patched.yaml", wrongPatched)
+	wrongKyvernoPolicies := writeFile(t, dir, "kyverno-policies-test.yaml", `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata:
+  name: wrong-kyverno-policies
+policies:
+- `+kyvernoExamples+`/add-labels.yaml
+- `+kyvernoExamples+`/configmap-entries.yaml
+- `+kyvernoExamples+`/image-pull-policy.yaml
+- `+kyvernoExamples+`/sidecar.yaml
+resources: [`+kyvernoExamples+`/objects]
+results:
+- policy: log-shipper
+  kind: Pod
+  resources: [team-a/web]
+  patchedResources: wrong-patched.yaml
+  result: pass
+- policy: always-pull-latest
+  kind: Pod
+  resources: [team-a/web]
+  result: skip
+`)
 
 	tests := []struct {
 		name   string
@@ -166,6 +216,14 @@ results:
 			"FAIL set-replicas: Deployment nginx-test - PASS: the policies' result differs from the expected object (nulls, empty maps and lists aside, as kyverno test compares)\n",
 			"  -  replicas: 4\n  +  replicas: 3\n",
 			"FAIL add-default-app-label: Pod pass-pod - SKIP: the policies change the object, which was expected unchanged\n",
+			"0 passed, 2 failed\n",
+		}},
+		{"kyverno policies", wrongKyvernoPolicies, []string{
+			"FAIL log-shipper: Pod team-a/web - PASS: the compiled policy's result differs from the patched resource (nulls, empty maps and lists aside, as kyverno test compares)\n",
+			"  policy order: kyverno-clusterpolicy-add-labels, kyverno-clusterpolicy-shop-config, kyverno-clusterpolicy-always-pull-latest, kyverno-clusterpolicy-log-shipper\n",
+			"  -    app: website\n  +    app: web\n",
+			"FAIL always-pull-latest: Pod team-a/web - SKIP: the compiled policy changes the object: Kyverno's result skip (always-pull-latest changes nothing) was expected\n",
+			"  +    imagePullPolicy: Always\n",
 			"0 passed, 2 failed\n",
 		}},
 	}

@@ -17,8 +17,8 @@ func newTestCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "test SUITE... [-o text|json|junit|github]",
 		Short: "Run test suites: admit objects through the policies and compare with the expected objects",
-		Long: `test runs suite files: each lists sources (Gatekeeper mutators, which are compiled, or ready
-MutatingAdmissionPolicy files), namespaces and cases (an object, the operation, and the expected
+		Long: `test runs suite files: each lists sources (Gatekeeper mutators and Kyverno policies, which are
+compiled, or ready MutatingAdmissionPolicy files), namespaces and cases (an object, the operation, and the expected
 object or error). Every case is admitted through the API server's own MutatingAdmissionPolicy
 code, in every order of the policies, and compared with what is expected. It prints PASS or FAIL
 per case (with a diff, expected to got, and the failing policy order), then "N passed, M failed".
@@ -27,7 +27,10 @@ Exit status 1 if any case fails or a suite cannot run.
 A SUITE is a file, or a directory searched for suite files. Three formats are read (see
 docs/suites.md): mapc's own (apiVersion: mapc.dev/v1alpha1, kind: Test), kaptest manifests
 (mapTestSuites, expectObject) and kyverno-test.yaml (results with patchedResources), as far as
-they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP.
+they apply to MutatingAdmissionPolicies; the cases that do not are listed as SKIP. A
+kyverno-test.yaml result for a Kyverno ClusterPolicy or Policy runs through the policy compiled
+from it, after those compiled from the Kyverno policies listed before it, as kyverno test applies
+them, and is judged as kyverno test judges it.
 
 Policies with a paramKind read the param objects a suite gives (params: in mapc's format, a
 test's param in kaptest's), resolved by the API server's own code.
@@ -39,6 +42,7 @@ noted under its case. Warnings (in the text report; on standard error with other
 the namespaces not given that were taken as not labelled admission.gatekeeper.sh/ignore.`,
 		Example: `  mapc test testdata/suites
   mapc test examples/params
+  mapc test examples/kyverno
   mapc test policies.test.yaml -o junit > report.xml`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

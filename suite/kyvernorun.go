@@ -43,8 +43,8 @@ func kyvernoSets(sets []admission.PolicySet) map[string]admission.PolicySet {
 // Kyverno reports a mutate rule that changes the object as pass, one that matches and changes
 // nothing as skip, and one that fails as error; kyverno test passes any result for a resource no
 // rule of the policy matches (excluded). On the object, "changed" and "failed" are visible, but
-// not which rule changed it, nor whether an unchanged object was matched: those results are
-// skipped with the reason.
+// not which rule changed it (unless a patched resource shows what every rule does), nor whether
+// an unchanged object was matched: those results are skipped with the reason.
 func (r *runner) runKyverno(ctx context.Context, c *Case) (verify.Result, string) {
 	k := c.Kyverno
 	ev := r.ev

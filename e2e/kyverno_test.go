@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	kyvernoExamplesDir = "../examples/kyverno"
+	kyvernoExamplesDir = "../examples/kyverno/policies"
 	kyvernoObjectsDir  = "../examples/kyverno/objects"
 	kyvernoGoldenDir   = "../testdata/golden/kyverno"
 )

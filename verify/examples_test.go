@@ -77,7 +77,7 @@ func TestExamplesMatchGatekeeper(t *testing.T) {
 // TestExamplesMatchKyverno admits the Kyverno examples' objects, on CREATE and on an UPDATE that
 // changes nothing, through Kyverno's engine and through the compiled policies, in every order.
 func TestExamplesMatchKyverno(t *testing.T) {
-	docs, err := source.ReadPaths([]string{"../examples/kyverno"}, nil)
+	docs, err := source.ReadPaths([]string{"../examples/kyverno/policies"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

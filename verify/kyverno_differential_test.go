@@ -41,7 +41,7 @@ func TestKyvernoDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases = append(cases, "../examples/kyverno")
+	cases = append(cases, "../examples/kyverno/policies")
 	namespaces := []*corev1.Namespace{
 		namespace("default", nil),
 		namespace("team-a", map[string]string{"env": "prod"}),

@@ -132,6 +132,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 			mutDocs = append(mutDocs, d) // a misnamed one is refused by the compiler
 		case strings.HasSuffix(group, ".gatekeeper.sh"):
 			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is Gatekeeper configuration, not a mutator or an object to admit; ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj))
+		case strings.HasSuffix(group, "kyverno.io"):
+			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is Kyverno configuration or a Kyverno CLI file, not a policy or an object to admit; ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj))
 		case suite.IsPolicy(obj):
 			fmt.Fprintf(stderr, "warning: %s:%d: %s is a policy; to verify policies give them with --policies (ignored)\n", d.File, d.Line, suite.Identity(obj))
 		default:

@@ -36,7 +36,7 @@ func json6902At(base cel.Pointer, cur cel.Expr, ops []kyverno.Op) (cel.Expr, err
 			if t == "-" && i != len(toks)-1 {
 				return nil, errorf(field, "\"-\" can only end a path")
 			}
-			if isIndex(t) && i != len(toks)-1 {
+			if isIndex(t) && i != len(toks)-1 && op.Op == "add" {
 				return nil, errorf(field, "a list index inside a path is not supported yet (Kyverno pads missing items with nulls)")
 			}
 		}

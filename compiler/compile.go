@@ -27,6 +27,12 @@ import (
 // document gets it.
 var routes = []route.Route{backend.Route{}, kyvernobackend.Route{}}
 
+// The input languages, as Documents.Inputs names them.
+var (
+	Gatekeeper = backend.Route{}.Input()
+	Kyverno    = kyvernobackend.Route{}.Input()
+)
+
 // DefaultKubernetesVersion is the version compiled for when none is given.
 const DefaultKubernetesVersion = route.DefaultKubernetesVersion
 
@@ -89,18 +95,14 @@ func Compile(docs []*source.Document, opts Options) *Output {
 	if opts.KubernetesVersion == nil {
 		opts.KubernetesVersion, _ = ParseVersion(DefaultKubernetesVersion)
 	}
+	sorted := Sort(docs)
 	shares := make([][]*source.Document, len(routes))
+	for i, r := range routes {
+		shares[i] = sorted.Inputs[r.Input()]
+	}
 	var notes []diag.Note
-	for _, d := range docs {
-		claimed := false
-		for i, r := range routes {
-			if r.Claims(d) {
-				shares[i] = append(shares[i], d)
-				claimed = true
-				break
-			}
-		}
-		if !claimed {
+	for _, group := range [][]*source.Document{sorted.Related, sorted.Policies, sorted.Objects} {
+		for _, d := range group {
 			obj := d.Object
 			notes = append(notes, diag.Note{Kind: diag.Ignored, File: d.File, Line: d.Line,
 				Msg: fmt.Sprintf("%s %s/%s is not a %s; ignored", obj.GetAPIVersion(), obj.GetKind(), obj.GetName(), inputs())})

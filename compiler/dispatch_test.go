@@ -25,6 +25,8 @@ func (r fakeRoute) Claims(d *source.Document) bool {
 	return d.Object.GetKind() == r.kind
 }
 
+func (r fakeRoute) Related(d *source.Document) bool { return false }
+
 func (r fakeRoute) Compile(docs []*source.Document, opts route.Options) *route.Output {
 	out := &route.Output{Notes: []diag.Note{{Kind: diag.Installation, File: "install", Line: 1, Msg: r.kind + " installation"}}}
 	for _, d := range docs {

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -471,8 +470,6 @@ func pickExact(o *unstructured.Unstructured, objs []*unstructured.Unstructured) 
 	return nil
 }
 
-// isKyverno: is d a Kyverno ClusterPolicy or Policy?
-func isKyverno(d *source.Document) bool { return kyverno.IsPolicy(d.Object) }
 
 // tidy removes nulls, empty maps and empty lists, recursively, as kyverno test does before it
 // compares a patched resource (resource.Tidy in Kyverno's CLI).

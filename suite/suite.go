@@ -19,7 +19,6 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/compiler"
-	"github.com/mapc-dev/mapc/compiler/gatekeeper"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -263,15 +262,16 @@ func (l *loader) read(field string, paths []string) ([]*source.Document, error) 
 // sources sorts documents into Gatekeeper mutators, Kyverno policies and ready policies; others
 // go to others.
 func (l *loader) sources(s *Suite, field string, docs []*source.Document, others func(*source.Document) error) error {
-	for _, d := range docs {
-		switch {
-		case gatekeeper.IsMutator(d.Object):
-			s.Mutators = append(s.Mutators, d)
-		case IsPolicy(d.Object):
-			s.Policies = append(s.Policies, d)
-		case isKyverno(d):
-			s.Kyverno = append(s.Kyverno, d)
-		default:
+	sorted := compiler.Sort(docs)
+	s.Mutators = append(s.Mutators, sorted.Inputs[compiler.Gatekeeper]...)
+	s.Kyverno = append(s.Kyverno, sorted.Inputs[compiler.Kyverno]...)
+	s.Policies = append(s.Policies, sorted.Policies...)
+	rest := map[*source.Document]bool{}
+	for _, d := range append(append([]*source.Document(nil), sorted.Related...), sorted.Objects...) {
+		rest[d] = true
+	}
+	for _, d := range docs { // in input order
+		if rest[d] {
 			if err := others(d); err != nil {
 				return err
 			}

@@ -64,16 +64,8 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 			if err := install.apply(&opts); err != nil {
 				return err
 			}
-			var mutDocs, objDocs []*source.Document
-			for _, d := range docs {
-				group := d.Object.GroupVersionKind().Group
-				switch {
-				case gatekeeper.IsConfig(d) || gatekeeper.IsMutator(d.Object) || misnamed(d.Object) || group == gatekeeper.Group || strings.HasSuffix(group, ".gatekeeper.sh"):
-					mutDocs = append(mutDocs, d)
-				case !suite.IsPolicy(d.Object):
-					objDocs = append(objDocs, d)
-				}
-			}
+			sorted := compiler.Sort(docs)
+			mutDocs, objDocs := append(sorted.All(), sorted.Related...), sorted.Objects
 			out := compiler.Compile(mutDocs, opts)
 			for _, p := range out.Problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), p.Error())

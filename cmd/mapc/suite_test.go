@@ -170,10 +170,10 @@ kind: Test
 metadata:
   name: wrong-kyverno-policies
 policies:
-- `+kyvernoExamples+`/add-labels.yaml
-- `+kyvernoExamples+`/configmap-entries.yaml
-- `+kyvernoExamples+`/image-pull-policy.yaml
-- `+kyvernoExamples+`/sidecar.yaml
+- `+kyvernoExamples+`/policies/add-labels.yaml
+- `+kyvernoExamples+`/policies/configmap-entries.yaml
+- `+kyvernoExamples+`/policies/image-pull-policy.yaml
+- `+kyvernoExamples+`/policies/sidecar.yaml
 resources: [`+kyvernoExamples+`/objects]
 results:
 - policy: log-shipper

@@ -12,7 +12,6 @@ import (
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/diag"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper"
-	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/quiet"
 	"github.com/mapc-dev/mapc/suite"
@@ -119,26 +118,21 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	var mutDocs, kyvDocs, objDocs, cfgDocs []*source.Document
-	for _, d := range docs {
-		obj := d.Object
-		group := obj.GroupVersionKind().Group
-		switch {
-		case kyverno.IsPolicy(obj):
-			kyvDocs = append(kyvDocs, d)
-		case gatekeeper.IsConfig(d):
+	sorted := compiler.Sort(docs)
+	var mutDocs, cfgDocs []*source.Document
+	for _, d := range sorted.Inputs[compiler.Gatekeeper] {
+		if gatekeeper.IsConfig(d) {
 			cfgDocs = append(cfgDocs, d)
-		case gatekeeper.IsMutator(obj) || misnamed(obj):
+		} else {
 			mutDocs = append(mutDocs, d) // a misnamed one is refused by the compiler
-		case strings.HasSuffix(group, ".gatekeeper.sh"):
-			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is Gatekeeper configuration, not a mutator or an object to admit; ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj))
-		case strings.HasSuffix(group, "kyverno.io"):
-			fmt.Fprintf(stderr, "warning: %s:%d: %s %s is Kyverno configuration or a Kyverno CLI file, not a policy or an object to admit; ignored\n", d.File, d.Line, obj.GetAPIVersion(), suite.Identity(obj))
-		case suite.IsPolicy(obj):
-			fmt.Fprintf(stderr, "warning: %s:%d: %s is a policy; to verify policies give them with --policies (ignored)\n", d.File, d.Line, suite.Identity(obj))
-		default:
-			objDocs = append(objDocs, d)
 		}
+	}
+	kyvDocs, objDocs := sorted.Inputs[compiler.Kyverno], sorted.Objects
+	for _, d := range sorted.Related {
+		fmt.Fprintf(stderr, "warning: %s:%d: %s %s is the configuration or a file of Gatekeeper or Kyverno, not an input policy or an object to admit; ignored\n", d.File, d.Line, d.Object.GetAPIVersion(), suite.Identity(d.Object))
+	}
+	for _, d := range sorted.Policies {
+		fmt.Fprintf(stderr, "warning: %s:%d: %s is a policy; to verify policies give them with --policies (ignored)\n", d.File, d.Line, suite.Identity(d.Object))
 	}
 	if len(mutDocs) > 0 && len(kyvDocs) > 0 {
 		return usageErr("verify takes one input language per run: %s:%d has a Gatekeeper mutator and %s:%d a Kyverno policy; verify them separately",
@@ -345,8 +339,3 @@ func refusalResults(problems []error) []verify.Result {
 	return rs
 }
 
-// misnamed: is obj meant as a mutator, with its group or kind misspelt?
-func misnamed(obj *unstructured.Unstructured) bool {
-	_, msg := gatekeeper.Misnamed(obj)
-	return msg != ""
-}

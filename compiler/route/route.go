@@ -31,6 +31,10 @@ type Route interface {
 	// Claims: is d a document of this language (an input policy, one meant as one and
 	// misspelt, or a document of its installation)?
 	Claims(d *source.Document) bool
+	// Related: is d another document of the language's engine (its configuration, CLI files,
+	// resources of its API groups that are not input policies)? Commands leave those out of the
+	// objects they admit.
+	Related(d *source.Document) bool
 	// Compile compiles the documents the route claimed (none, possibly: it still checks the
 	// options that concern it).
 	Compile(docs []*source.Document, opts Options) *Output

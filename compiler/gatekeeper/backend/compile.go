@@ -51,6 +51,13 @@ func (Route) Claims(d *source.Document) bool {
 	return msg != ""
 }
 
+// Related: documents of Gatekeeper's API groups (*.gatekeeper.sh: constraints, templates,
+// configuration) that are not mutators.
+func (Route) Related(d *source.Document) bool {
+	group := d.Object.GroupVersionKind().Group
+	return group == "gatekeeper.sh" || strings.HasSuffix(group, ".gatekeeper.sh")
+}
+
 // Compile compiles the documents Gatekeeper's route claimed.
 func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output {
 	return Compile(docs, opts)

@@ -51,6 +51,13 @@ func (Route) ShortestName() string { return shortestName }
 // Claims Kyverno's ClusterPolicies and Policies.
 func (Route) Claims(d *source.Document) bool { return kyverno.IsPolicy(d.Object) }
 
+// Related: documents of Kyverno's API groups (kyverno.io, *.kyverno.io: other policy kinds,
+// reports, the Kyverno CLI's test and values files) that are not ClusterPolicies or Policies.
+func (Route) Related(d *source.Document) bool {
+	group := d.Object.GroupVersionKind().Group
+	return group == "kyverno.io" || strings.HasSuffix(group, ".kyverno.io")
+}
+
 // Compile compiles the Kyverno policies among docs.
 func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output {
 	out := &route.Output{}

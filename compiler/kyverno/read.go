@@ -2,7 +2,8 @@ package kyverno
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,7 +113,7 @@ func Read(d *source.Document) (*Policy, []error, []diag.Note) {
 
 // spec reads the policy-wide settings.
 func (r *reader) spec(p *Policy, spec map[string]any) {
-	for _, k := range sortedKeys(spec) {
+	for _, k := range slices.Sorted(maps.Keys(spec)) {
 		v := spec[k]
 		path := []string{"spec", k}
 		switch k {
@@ -157,7 +158,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string) *Rule {
 	before := len(r.problems)
 	rule := &Rule{Field: field, Path: path}
 	rule.Name, _ = rm["name"].(string)
-	for _, k := range sortedKeys(rm) {
+	for _, k := range slices.Sorted(maps.Keys(rm)) {
 		v := rm[k]
 		kp := append(append([]string(nil), path...), k)
 		kf := field + "." + k
@@ -205,25 +206,14 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 		r.problem(path, field, "must be an object")
 		return
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kp := append(append([]string(nil), path...), k)
 		kf := field + "." + k
 		switch k {
 		case "patchStrategicMerge":
-			pm, ok := m[k].(map[string]any)
-			if !ok {
-				r.problem(kp, kf, "must be an object (a partial resource)")
-				continue
-			}
-			rule.StrategicMerge = pm
+			rule.StrategicMerge = r.strategicMerge(m[k], kp, kf)
 		case "patchesJson6902":
-			s, _ := m[k].(string)
-			ops, err := parseJSON6902(s)
-			if err != nil {
-				r.problem(kp, kf, "%v", err)
-				continue
-			}
-			rule.JSON6902 = ops
+			rule.JSON6902 = r.json6902(m[k], kp, kf)
 		case "foreach":
 			list, ok := m[k].([]any)
 			if !ok {
@@ -256,6 +246,25 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 	}
 }
 
+// strategicMerge reads a patchStrategicMerge: a partial resource (nil and a problem otherwise).
+func (r *reader) strategicMerge(v any, path []string, field string) map[string]any {
+	pm, ok := v.(map[string]any)
+	if !ok {
+		r.problem(path, field, "must be an object (a partial resource)")
+	}
+	return pm
+}
+
+// json6902 reads patchesJson6902 (nil and a problem when it is not a list of operations).
+func (r *reader) json6902(v any, path []string, field string) []Op {
+	s, _ := v.(string)
+	ops, err := parseJSON6902(s)
+	if err != nil {
+		r.problem(path, field, "%v", err)
+	}
+	return ops
+}
+
 // block reads a match or exclude block.
 func (r *reader) block(v any, path []string, field string, match bool) Block {
 	var b Block
@@ -265,7 +274,7 @@ func (r *reader) block(v any, path []string, field string, match bool) Block {
 		return b
 	}
 	direct := map[string]any{}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kp := append(append([]string(nil), path...), k)
 		switch k {
 		case "any", "all":
@@ -307,7 +316,7 @@ func (r *reader) filter(v any, path []string, field string) Filter {
 		r.problem(path, field, "must be an object")
 		return f
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kp := append(append([]string(nil), path...), k)
 		kf := field + "." + k
 		switch k {
@@ -347,7 +356,7 @@ func (r *reader) resources(f *Filter, v any, path []string, field string) {
 		}
 		return out
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kp := append(append([]string(nil), path...), k)
 		kf := field + "." + k
 		switch k {
@@ -471,15 +480,6 @@ func emptyValue(v any) bool {
 	return false
 }
 
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // FieldPath splits a field path ("spec.rules[0].mutate") into document path segments (for
 // source.Document.LineOf).
 func FieldPath(f string) []string {
@@ -544,7 +544,7 @@ func (r *reader) preconditions(v any, path []string, field string) *Precondition
 	case []any:
 		pc.All = conds(x, path, field)
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			kp := append(append([]string(nil), path...), k)
 			switch k {
 			case "any":
@@ -569,7 +569,7 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 		r.problem(path, field, "must be an object")
 		return fe
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kp := append(append([]string(nil), path...), k)
 		kf := field + "." + k
 		switch k {
@@ -580,20 +580,9 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 		case "preconditions":
 			fe.Preconditions = r.preconditions(m[k], kp, kf)
 		case "patchStrategicMerge":
-			pm, ok := m[k].(map[string]any)
-			if !ok {
-				r.problem(kp, kf, "must be an object (a partial resource)")
-				continue
-			}
-			fe.StrategicMerge = pm
+			fe.StrategicMerge = r.strategicMerge(m[k], kp, kf)
 		case "patchesJson6902":
-			s, _ := m[k].(string)
-			ops, err := parseJSON6902(s)
-			if err != nil {
-				r.problem(kp, kf, "%v", err)
-				continue
-			}
-			fe.JSON6902 = ops
+			fe.JSON6902 = r.json6902(m[k], kp, kf)
 		case "context":
 			if !emptyValue(m[k]) {
 				r.problem(kp, kf, "context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or registries while admitting")

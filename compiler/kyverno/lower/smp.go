@@ -2,7 +2,8 @@ package lower
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +42,7 @@ func Signature(apiVersion, kind string, patch map[string]any) string {
 	walk = func(v any, s *openapi.ResourceSchema, path string) {
 		switch x := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				_, name := anchor(k)
 				var fs *openapi.ResourceSchema
 				if s != nil {
@@ -108,7 +109,7 @@ func present(cur cel.Expr, key string) cel.Expr {
 // object (conditions there skip the whole rule); inside a list's items it is not.
 func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *openapi.ResourceSchema, field string, static bool) (cel.Expr, error) {
 	var parts []cel.Expr
-	for _, key := range sortedKeys(patch) {
+	for _, key := range slices.Sorted(maps.Keys(patch)) {
 		v := patch[key]
 		kind, name := anchor(key)
 		f := join(field, key)
@@ -329,7 +330,7 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 	i, x := cel.Ident(iv), cel.Ident(xv)
 	rest := map[string]any{}
 	var conds []cel.Expr
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind, name := anchor(k)
 		if kind == "(" {
 			c, err := condition(x, name, m[k], join(field, k))
@@ -465,7 +466,7 @@ func clean(v any, field string) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		out := map[string]any{}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			kind, name := anchor(k)
 			switch kind {
 			case "", "+":
@@ -521,13 +522,4 @@ func concat(parts []cel.Expr) cel.Expr {
 		return cel.List()
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -2,7 +2,9 @@ package lower
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,7 +70,7 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 			return expr{out}, nil
 		case map[string]any:
 			out := map[string]any{}
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if strings.Contains(k, "{{") {
 					return nil, errorf(join(field, k), "variables in keys are not supported yet")
 				}
@@ -258,7 +260,7 @@ func valueOf(v any) (cel.Expr, error) {
 	case expr:
 		return x.e, nil
 	case map[string]any:
-		keys := sortedKeys(x)
+		keys := slices.Sorted(maps.Keys(x))
 		ks := make([]cel.Expr, len(keys))
 		vs := make([]cel.Expr, len(keys))
 		for i, k := range keys {

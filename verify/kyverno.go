@@ -17,6 +17,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,8 +83,13 @@ type kyvernoRequest struct {
 	OldObject *unstructured.Unstructured `json:"oldObject,omitempty"`
 	Operation admissionv1.Operation      `json:"operation,omitempty"`
 	Namespace *corev1.Namespace          `json:"namespace,omitempty"`
+	UserInfo  *authenticationv1.UserInfo `json:"userInfo,omitempty"`
 	Order     []string                   `json:"order,omitempty"`
 }
+
+// kyvernoUser is who sends every request: the user the policies' evaluator (cel/admission)
+// admits as, so that both sides match subjects alike.
+var kyvernoUser = &authenticationv1.UserInfo{Username: "mapc", Groups: []string{"system:authenticated"}}
 
 type kyvernoResponse struct {
 	Ready  bool                       `json:"ready,omitempty"`
@@ -190,7 +196,7 @@ func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructur
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var resp kyvernoResponse
-	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation,
+	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation, UserInfo: kyvernoUser,
 		Namespace: req.Namespace, Order: k.orderOf(req)}, &resp)
 	switch {
 	case err != nil:

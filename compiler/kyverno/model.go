@@ -1,6 +1,7 @@
 package kyverno
 
 import (
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mapc-dev/mapc/compiler/source"
@@ -79,12 +80,14 @@ type Filter struct {
 	Annotations       map[string]string
 	Selector          *metav1.LabelSelector
 	NamespaceSelector *metav1.LabelSelector
+	// Subjects match the requesting user (kind User, Group or ServiceAccount).
+	Subjects []rbacv1.Subject
 }
 
 // Empty: the filter names nothing (Kyverno: "match cannot be empty").
 func (f Filter) Empty() bool {
 	return len(f.Kinds) == 0 && f.Name == "" && len(f.Names) == 0 && len(f.Namespaces) == 0 &&
-		len(f.Operations) == 0 && len(f.Annotations) == 0 && f.Selector == nil && f.NamespaceSelector == nil
+		len(f.Operations) == 0 && len(f.Annotations) == 0 && f.Selector == nil && f.NamespaceSelector == nil && len(f.Subjects) == 0
 }
 
 // Op is one JSON patch operation of patchesJson6902.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -322,9 +323,26 @@ func (r *reader) filter(v any, path []string, field string) Filter {
 		switch k {
 		case "resources":
 			r.resources(&f, m[k], kp, kf)
-		case "subjects", "roles", "clusterRoles":
+		case "subjects":
+			list, _ := m[k].([]any)
+			for i, sv := range list {
+				var sub rbacv1.Subject
+				sm, ok := sv.(map[string]any)
+				sp := append(append([]string(nil), kp...), strconv.Itoa(i))
+				if !ok || runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(sm, &sub, true) != nil {
+					r.problem(sp, fmt.Sprintf("%s[%d]", kf, i), "must be a subject (kind, name, namespace)")
+					continue
+				}
+				switch sub.Kind {
+				case rbacv1.UserKind, rbacv1.GroupKind, rbacv1.ServiceAccountKind:
+					f.Subjects = append(f.Subjects, sub)
+				default:
+					r.problem(sp, fmt.Sprintf("%s[%d].kind", kf, i), "%q is not a subject kind: use User, Group or ServiceAccount", sub.Kind)
+				}
+			}
+		case "roles", "clusterRoles":
 			if !emptyValue(m[k]) {
-				r.problem(kp, kf, "matching on the requesting user (%s) is not supported yet: the rule cannot be translated", k)
+				r.problem(kp, kf, "matching on the requesting user's %s needs Kyverno's RBAC lookups, which a MutatingAdmissionPolicy cannot make: the rule cannot be translated (match subjects instead)", k)
 			}
 		default:
 			r.problem(kp, kf, "unknown field of a Kyverno resource filter (Kyverno v1.19)")

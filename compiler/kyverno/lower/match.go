@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mapc-dev/mapc/cel"
@@ -191,7 +192,32 @@ func Filter(f kyverno.Filter) (cel.Expr, error) {
 		}
 		cs = append(cs, cel.And(cel.Not(isNamespaceKind()), c))
 	}
+	if len(f.Subjects) > 0 {
+		cs = append(cs, subjects(f.Subjects))
+	}
 	return cel.And(cs...), nil
+}
+
+// subjects is Kyverno's match of the requesting user (pkg/utils/match CheckSubjects): a
+// ServiceAccount by its user name, a User by name, a Group among the user's groups, with
+// wildcards.
+func subjects(subs []rbacv1.Subject) cel.Expr {
+	user := cel.Field(request, "userInfo")
+	name := cel.Cond(cel.Has(user, "username"), cel.Field(user, "username"), cel.Str(""))
+	groups := cel.Cond(cel.Has(user, "groups"), cel.Field(user, "groups"), cel.List())
+	var cs []cel.Expr
+	for _, s := range subs {
+		switch s.Kind {
+		case rbacv1.ServiceAccountKind:
+			cs = append(cs, Glob("system:serviceaccount:"+s.Namespace+":"+s.Name, name))
+		case rbacv1.UserKind:
+			cs = append(cs, Glob(s.Name, name))
+		case rbacv1.GroupKind:
+			g := cel.Ident("g")
+			cs = append(cs, cel.Method(groups, "exists", g, Glob(s.Name, g)))
+		}
+	}
+	return cel.Or(cs...)
 }
 
 // Rule is the condition under which Kyverno runs the rule on the object as it is when the rule

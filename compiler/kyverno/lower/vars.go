@@ -22,6 +22,9 @@ type Scope struct {
 // variableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).
 var variableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
 
+// functionCall finds a JMESPath function call: its name.
+var functionCall = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+
 // expr is a value computed when the rule runs: a variable, or a string with variables in it.
 type expr struct{ e cel.Expr }
 
@@ -121,6 +124,9 @@ func dynAll(es []cel.Expr) []cel.Expr {
 // (elementIndexN) in foreach.
 func Variable(s string, sc Scope) (cel.Expr, error) {
 	s = strings.TrimSpace(s)
+	if m := functionCall.FindStringSubmatch(s); m != nil {
+		return nil, fmt.Errorf("the variable {{%s}}: the JMESPath function %s is not supported yet: no function is lowered to CEL so far", s, m[1])
+	}
 	segs, err := jmesPath(s)
 	if err != nil {
 		return nil, fmt.Errorf("the variable {{%s}}: %v; supported: paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, element, elementIndex", s, err)

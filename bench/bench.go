@@ -1,9 +1,12 @@
 // Package bench measures mapc's compiled policies against Gatekeeper's engine and against
-// hand-written MutatingAdmissionPolicies, and the compiler's own throughput and memory.
+// hand-written MutatingAdmissionPolicies, and the compiler's own throughput and memory, for
+// Gatekeeper mutators and Kyverno policies.
 //
-// Everything here runs in process: Gatekeeper's engine (package reference/gatekeeper) and the
-// API server's MutatingAdmissionPolicy plugin (package cel/admission). See README.md for the
-// command (make bench) and the figures.
+// Everything is timed in process: Gatekeeper's engine (package reference/gatekeeper) and the API
+// server's MutatingAdmissionPolicy plugin (package cel/admission). Kyverno's engine is the
+// kyverno-engine program reached over a pipe (verify.KyvernoReference): it decides what Kyverno
+// stores, and its time, IPC included, is never a ratio's base. See README.md for the command
+// (make bench) and the figures.
 //
 // It measures and must not decide: nothing in the compiler or the policies may depend on it.
 package bench
@@ -13,8 +16,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -24,6 +29,7 @@ import (
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
 	frontend "github.com/mapc-dev/mapc/compiler/gatekeeper"
+	kyvfront "github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/reference/gatekeeper"
@@ -37,9 +43,12 @@ var Root = ".."
 // Path joins p to the repository root.
 func Path(p ...string) string { return filepath.Join(append([]string{Root}, p...)...) }
 
-// Workload is a set of mutators and the objects they are admitted with.
+// Workload is a set of mutators (Gatekeeper's) or policies (Kyverno's) and the objects they are
+// admitted with.
 type Workload struct {
-	Name       string
+	Name string
+	// Kyverno: the input policies are Kyverno's (ClusterPolicy, Policy), not Gatekeeper mutators.
+	Kyverno    bool
 	Docs       []*source.Document // the mutators' documents (for the compiler)
 	Mutators   []*unstructured.Unstructured
 	Namespaces []*corev1.Namespace
@@ -63,9 +72,10 @@ func Load(name string, mutatorPaths, objectPaths []string, bench string) (*Workl
 func LoadDocs(name string, docs []*source.Document, objectPaths []string, bench string) (*Workload, error) {
 	w := &Workload{Name: name}
 	for _, d := range docs {
-		if frontend.IsMutator(d.Object) {
+		if frontend.IsMutator(d.Object) || kyvfront.IsPolicy(d.Object) {
 			w.Docs = append(w.Docs, d)
 			w.Mutators = append(w.Mutators, d.Object)
+			w.Kyverno = w.Kyverno || kyvfront.IsPolicy(d.Object)
 		}
 	}
 	objDocs, err := source.ReadPaths(objectPaths, nil)
@@ -87,7 +97,8 @@ func LoadDocs(name string, docs []*source.Document, objectPaths []string, bench 
 	return w, nil
 }
 
-// Compile compiles the workload's mutators; any refusal is an error.
+// Compile compiles the workload's mutators (Kyverno's route has one layout: it ignores layout); any
+// refusal is an error.
 func (w *Workload) Compile(layout compiler.Layout) ([]admission.PolicySet, error) {
 	out := compiler.Compile(w.Docs, compiler.Options{Layout: layout})
 	if len(out.Problems) > 0 {
@@ -171,6 +182,65 @@ func (g *Gatekeeper) Admit(ctx context.Context, obj *unstructured.Unstructured) 
 
 // Close implements Engine.
 func (g *Gatekeeper) Close() {}
+
+// Kyverno is Kyverno's engine (the kyverno-engine program, over a pipe) driven as Kyverno's
+// webhooks drive it, with the workload's policies in a given order.
+type Kyverno struct {
+	ref   *verify.KyvernoReference
+	ns    map[string]*corev1.Namespace
+	order []string // the policies' names, "namespace/name" for a Policy, in the input's order
+}
+
+// NewKyverno starts Kyverno's engine (the program at path) with the workload's policies, applied
+// in the order of the input.
+func NewKyverno(w *Workload, path string) (*Kyverno, error) {
+	ref, err := verify.NewKyvernoReference(path, w.Mutators)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kyverno{ref: ref, ns: map[string]*corev1.Namespace{}}
+	for _, p := range w.Mutators {
+		if p.GetKind() == "Policy" && p.GetNamespace() != "" {
+			k.order = append(k.order, p.GetNamespace()+"/"+p.GetName())
+		} else {
+			k.order = append(k.order, p.GetName())
+		}
+	}
+	for _, ns := range w.Namespaces {
+		k.ns[ns.Name] = ns
+	}
+	return k, nil
+}
+
+// InputOrder sorts compiled policies (stably) into the order of the Kyverno policies they come
+// from, the order this engine applies them in, so that both store the same objects where the
+// order of the policies matters (verify tries every order; the bench times one).
+func (k *Kyverno) InputOrder(sets []admission.PolicySet) []admission.PolicySet {
+	pos := func(s admission.PolicySet) int {
+		names := k.ref.Order([]*admissionregistrationv1.MutatingAdmissionPolicy{s.Policy})
+		if len(names) == 0 {
+			return len(k.order)
+		}
+		return slices.Index(k.order, names[0])
+	}
+	out := slices.Clone(sets)
+	slices.SortStableFunc(out, func(a, b admission.PolicySet) int { return pos(a) - pos(b) })
+	return out
+}
+
+// Admit implements Engine (the namespace lookup is the one verify does).
+func (k *Kyverno) Admit(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var ns *corev1.Namespace
+	if name := obj.GetNamespace(); name != "" && !suite.IsNamespace(obj) {
+		if ns = k.ns[name]; ns == nil {
+			ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelMetadataName: name}}}
+		}
+	}
+	return k.ref.Admit(ctx, verify.RefRequest{Object: obj.DeepCopy(), Operation: admissionv1.Create, Namespace: ns})
+}
+
+// Close implements Engine: it stops the program.
+func (k *Kyverno) Close() { _ = k.ref.Close() }
 
 // MAP admits through the API server's MutatingAdmissionPolicy plugin, the policies in the order
 // given.
@@ -265,15 +335,20 @@ func Check(ctx context.Context, w *Workload, engines map[string]Engine) error {
 
 // WorkloadSpec names the files of a workload.
 type WorkloadSpec struct {
-	Name     string
-	Mutators string // directory or file, relative to the repository root ("" when Generated)
+	Name string
+	// Mutators are Gatekeeper's mutators or Kyverno's policies: a directory or file, relative to
+	// the repository root ("" when Generated).
+	Mutators string
 	// Generated, when not zero, is the number of mutators GenerateRealistic writes with Seed
 	// instead of reading Mutators.
 	Generated int
 	Seed      int64
 	Objects   string
-	Bench     string // the timed object
-	Expert    string // hand-written policies for the same mutations ("" if none)
+	// MoreObjects, when not empty, holds more objects (a file relative to the repository root)
+	// that every correctness check admits too: cases the objects do not have.
+	MoreObjects string
+	Bench       string // the timed object
+	Expert      string // hand-written policies for the same mutations ("" if none)
 }
 
 // Workloads are the bench's mutator sets.
@@ -289,6 +364,9 @@ func Workloads() []WorkloadSpec {
 		{Name: "generated-100", Generated: 100, Seed: 1, Objects: objs, Bench: pod},
 		{Name: "generated-200", Generated: 200, Seed: 1, Objects: objs, Bench: pod},
 		{Name: "generated-500", Generated: 500, Seed: 1, Objects: objs, Bench: pod},
+		{Name: "kyverno-examples", Mutators: "examples/kyverno/policies", Objects: "examples/kyverno/objects",
+			MoreObjects: "testdata/bench/kyverno-examples/objects.yaml", Bench: "Pod/team-c/mixed",
+			Expert: "testdata/bench/kyverno-examples/expert-policies.yaml"},
 	}
 }
 
@@ -299,7 +377,14 @@ func (s WorkloadSpec) Load() (*Workload, error) {
 		if err != nil {
 			return nil, err
 		}
-		return LoadDocs(s.Name, docs, []string{Path(s.Objects)}, s.Bench)
+		return LoadDocs(s.Name, docs, s.objectPaths(), s.Bench)
 	}
-	return Load(s.Name, []string{Path(s.Mutators)}, []string{Path(s.Objects)}, s.Bench)
+	return Load(s.Name, []string{Path(s.Mutators)}, s.objectPaths(), s.Bench)
+}
+
+func (s WorkloadSpec) objectPaths() []string {
+	if s.MoreObjects != "" {
+		return []string{Path(s.Objects), Path(s.MoreObjects)}
+	}
+	return []string{Path(s.Objects)}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/plan"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/internal/kyvernobin"
 	"github.com/mapc-dev/mapc/reference/gatekeeper"
 	"github.com/mapc-dev/mapc/verify"
 )
@@ -28,7 +29,7 @@ import (
 // gives Gatekeeper's object.
 func TestExpertPoliciesMatchGatekeeper(t *testing.T) {
 	for _, wl := range Workloads() {
-		if wl.Expert == "" {
+		if wl.Expert == "" || strings.HasPrefix(wl.Name, "kyverno-") {
 			continue
 		}
 		t.Run(wl.Name, func(t *testing.T) {
@@ -52,6 +53,52 @@ func TestExpertPoliciesMatchGatekeeper(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpertPoliciesMatchKyverno: the hand-written baselines of the Kyverno workloads give, for
+// every object of their workload, in every order of the hand-written policies and again
+// (idempotence), the object Kyverno's engine stores with its policies in the order of the input,
+// as mapc verify --policies checks them.
+func TestExpertPoliciesMatchKyverno(t *testing.T) {
+	n := 0
+	for _, wl := range Workloads() {
+		if wl.Expert == "" || !strings.HasPrefix(wl.Name, "kyverno-") {
+			continue
+		}
+		n++
+		t.Run(wl.Name, func(t *testing.T) {
+			w := load(t, wl)
+			if !w.Kyverno || len(w.Mutators) == 0 {
+				t.Fatalf("%s: no Kyverno policies in %s", wl.Name, wl.Mutators)
+			}
+			sets, err := ReadPolicies(Path(wl.Expert))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path, err := kyvernobin.Path()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := verify.NewKyvernoReference(path, w.Mutators)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := verify.NewSets(nil, sets, verify.Options{Namespaces: w.Namespaces, Idempotence: true, Reference: ref})
+			if err != nil {
+				ref.Close()
+				t.Fatal(err)
+			}
+			defer v.Close()
+			for _, obj := range w.Objects {
+				if r := v.Check(context.Background(), verify.Case{Object: obj}); !r.Pass {
+					t.Errorf("%s", verify.Report([]verify.Result{r}))
+				}
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no Kyverno workload with hand-written policies")
 	}
 }
 

@@ -73,7 +73,13 @@ func TestBenchSmoke(t *testing.T) {
 		t.Skip("short")
 	}
 	var b strings.Builder
-	ok := reportAdmission(t, &b, Workloads()[:1], true)
+	var wls []WorkloadSpec
+	for _, wl := range Workloads() {
+		if wl.Name == "examples" || wl.Name == "kyverno-examples" {
+			wls = append(wls, wl)
+		}
+	}
+	ok := reportAdmission(t, &b, wls, true)
 	ok = reportCompile(t, &b, []int{10}, time.Minute) && ok
 	t.Log("\n" + b.String())
 	if !ok {
@@ -97,7 +103,8 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 	fmt.Fprintf(out, "\n1. Per-request admission of one object, in process. ns/op, allocs/op: testing.Benchmark, the fastest of %d rounds over all engines\n"+
 		"   (-test.benchtime each); CEL: runtime cost units the API server's evaluators count, summed over every expression that runs;\n"+
 		"   ×GK, ×hand: ratios to Gatekeeper's engine and to the hand-written policies; compile: compiler.Compile of the workload;\n"+
-		"   per object: the mutations the timed object goes through (those whose policy matches it)\n\n", rounds)
+		"   per object: the mutations the timed object goes through (those whose policy matches it); %s: Kyverno's engine, a program\n"+
+		"   reached over a pipe, so its time includes the IPC and is in no ratio\n\n", rounds, engKyverno)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tengine\tcompile\tpolicies\tmutations\tper object\tns/op\tallocs/op\t×GK\t×hand\tCEL cost\tCEL ×hand\t")
 	var notes []string
@@ -158,8 +165,11 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 					per = fmt.Sprint(c.perObject)
 				}
 			}
-			ratioHand, cost, costHand := "", "", ""
-			if hand != nil {
+			ratioRef, ratioHand, cost, costHand := "", "", "", ""
+			if ns[engGatekeeper] > 0 {
+				ratioRef = fmt.Sprintf("%.2f", ns[c.engine]/ns[engGatekeeper])
+			}
+			if hand != nil && c.engine != engKyverno {
 				ratioHand = fmt.Sprintf("%.2f", ns[c.engine]/ns[engExpert])
 			}
 			if c.sets != nil {
@@ -182,15 +192,19 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 			if c.compile > 0 {
 				comp = round(c.compile)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t\n", c.workload, c.engine, comp, pol, mut, per, ns[c.engine], allocs,
-				ns[c.engine]/ns[engGatekeeper], ratioHand, cost, costHand)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", c.workload, c.engine, comp, pol, mut, per, ns[c.engine], allocs,
+				ratioRef, ratioHand, cost, costHand)
 		}
 		if mismatch != "" {
 			ok = false
 			notes = append(notes, "✗ "+mismatch)
 			t.Errorf("%s", mismatch)
 		} else {
-			notes = append(notes, fmt.Sprintf("✓ %s: every engine built stores the same object for each of %s", wl.Name, wl.Objects))
+			objs := wl.Objects
+			if wl.MoreObjects != "" {
+				objs += " and " + wl.MoreObjects
+			}
+			notes = append(notes, fmt.Sprintf("✓ %s: every engine built stores the same object for each of %s", wl.Name, objs))
 		}
 	}
 	tw.Flush()

@@ -25,10 +25,13 @@ var kyvernoFamilies = []string{
 // with per-element preconditions, rule preconditions, match and exclude blocks; every Pod rule is
 // extended by Kyverno's autogen to the Pod controllers. Each policy has one or two mutate rules and
 // names its own keys, values and containers, so that they are distinct.
-func GenerateKyverno(n int) []byte {
+func GenerateKyverno(n int) []byte { return generateKyverno(0, n) }
+
+// generateKyverno writes policies from to from+n-1 of GenerateKyverno's stream.
+func generateKyverno(from, n int) []byte {
 	var b strings.Builder
-	for i := 0; i < n; i++ {
-		if i > 0 {
+	for i := from; i < from+n; i++ {
+		if i > from {
 			b.WriteString("---\n")
 		}
 		fam := kyvernoFamilies[i%len(kyvernoFamilies)]

@@ -197,11 +197,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 	var muts []emit.Mutation
 	var kinds []gk
 	mayFail := 0
-	type emitted struct {
-		kinds   []gk
-		mayFail bool
-	}
-	var rules []emitted // per mutation: its kinds, and whether it can fail
+	var rules []emitted // per rule that can change an object
 	for _, r := range p.Rules {
 		failing := mayFail
 		rk, err := ruleKinds(r, opts)
@@ -271,15 +267,24 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if cel.IsEmpty(e) {
 			continue
 		}
+		rules = append(rules, emitted{rk, mayFail > failing, e, r})
+	}
+	for _, step := range steps(rules) {
+		e := step.expr()
 		s, err := env.Print(e)
 		if err == nil {
 			err = env.CheckJSONPatchExpr(e)
 		}
 		if err != nil {
-			return nil, 0, problem(p, r, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
+			// Name the rule whose operations do not check.
+			for _, m := range step {
+				if err1 := env.CheckJSONPatchExpr(m.e); err1 != nil {
+					return nil, 0, problem(p, m.rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err1))
+				}
+			}
+			return nil, 0, problem(p, step[0].rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
 		}
 		muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
-		rules = append(rules, emitted{rk, mayFail > failing})
 	}
 	if len(muts) == 0 {
 		return nil, mayFail, nil
@@ -545,4 +550,77 @@ func overlap(a, b []gk) bool {
 		}
 	}
 	return false
+}
+
+// emitted is one rule's operations: the kinds it applies to, whether it can fail.
+type emitted struct {
+	kinds   []gk
+	mayFail bool
+	e       cel.Expr
+	rule    *kyverno.Rule
+}
+
+// step is one mutation: rules for disjoint kinds, at most one of which runs on an object, each
+// with the kinds it runs for in this mutation.
+type step []member
+
+type member struct {
+	emitted
+	kinds []gk // the kinds the rule runs for in this step
+}
+
+// steps lays the rules out as mutations. An object goes through the rules for its kind, in
+// order; rules for other kinds do nothing to it. So the j-th mutation runs, for each kind, the
+// j-th rule for that kind (Kyverno's autogen rules for the Pod controllers and CronJobs share
+// their Pod rule's mutation): as many mutations as the most rules any kind has.
+func steps(rules []emitted) []step {
+	var kinds []gk
+	seq := map[gk][]int{}
+	for i, r := range rules {
+		for _, k := range r.kinds {
+			if seq[k] == nil {
+				kinds = append(kinds, k)
+			}
+			seq[k] = append(seq[k], i)
+		}
+	}
+	var out []step
+	for j := 0; ; j++ {
+		var st step
+		at := map[int]int{} // rule → its member
+		for _, k := range kinds {
+			if j >= len(seq[k]) {
+				continue
+			}
+			i := seq[k][j]
+			m, ok := at[i]
+			if !ok {
+				m = len(st)
+				at[i] = m
+				st = append(st, member{emitted: rules[i]})
+			}
+			st[m].kinds = append(st[m].kinds, k)
+		}
+		if st == nil {
+			return out
+		}
+		out = append(out, st)
+	}
+}
+
+// expr is the step's operations: each rule's, for the kinds it runs for in this step.
+func (st step) expr() cel.Expr {
+	if len(st) == 1 && len(st[0].kinds) == len(st[0].emitted.kinds) {
+		return st[0].e
+	}
+	var out cel.Expr = cel.List()
+	for i := len(st) - 1; i >= 0; i-- {
+		var is []cel.Expr
+		for _, k := range st[i].kinds {
+			kind := cel.Field(cel.Ident("request"), "kind")
+			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
+		}
+		out = cel.CondList(cel.Or(is...), st[i].e, out)
+	}
+	return out
 }

@@ -135,7 +135,7 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 		return cel.List(), nil
 	}
 	if moveTo != nil {
-		body = cel.Bin("+", body, cel.List(moveOp(p.Index(i), p.Index(moveTo))))
+		body = concat([]cel.Expr{body, cel.List(moveOp(p.Index(i), p.Index(moveTo)))})
 	}
 	body = cel.Guarded(Resolved(vars), body)
 	if pre != cel.True {

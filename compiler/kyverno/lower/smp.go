@@ -356,7 +356,7 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 	jv, yv := g.fresh("j"), g.fresh("y")
 	rank := cel.Call("size", cel.Method(cur, "transformList", cel.Ident(jv), cel.Ident(yv),
 		cel.And(cel.Bin("<", cel.Ident(jv), i), selected(cel.Ident(yv))), cel.True))
-	body := cel.Guarded(selected(x), cel.Bin("+", merged, cel.List(moveOp(p.Index(i), p.Index(rank)))))
+	body := cel.Guarded(selected(x), concat([]cel.Expr{merged, cel.List(moveOp(p.Index(i), p.Index(rank)))}))
 	ops := cel.Method(cel.Method(cur, "transformList", i, x, body), "flatten")
 	return cel.Guarded(present(parent, name), ops), nil
 }
@@ -505,21 +505,30 @@ func clean(v any, field string) (any, error) {
 
 func isEmptyValue(e cel.Expr) bool { return cel.String(e) == "{}" }
 
-// concat joins lists of operations with +, leaving out empty ones.
+// concat joins lists of operations with +, leaving out empty ones and writing neighbouring list
+// literals as one (the API server's type checker takes time with every list it checks).
 func concat(parts []cel.Expr) cel.Expr {
-	var out cel.Expr
+	var terms []cel.Expr
 	for _, p := range parts {
 		if cel.IsEmpty(p) {
 			continue
 		}
-		if out == nil {
-			out = p
-		} else {
-			out = cel.Bin("+", out, p)
+		if n := len(terms); n > 0 {
+			prev, ok1 := cel.AsList(terms[n-1])
+			cur, ok2 := cel.AsList(p)
+			if ok1 && ok2 {
+				terms[n-1] = cel.List(append(append([]cel.Expr(nil), prev...), cur...)...)
+				continue
+			}
 		}
+		terms = append(terms, p)
 	}
-	if out == nil {
+	if len(terms) == 0 {
 		return cel.List()
+	}
+	out := terms[0]
+	for _, t := range terms[1:] {
+		out = cel.Bin("+", out, t)
 	}
 	return out
 }

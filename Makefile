@@ -56,8 +56,8 @@ FUZZTIME_SHORT ?= 5s
 fuzz-short:
 	$(call fuzz-each,$(FUZZTIME_SHORT))
 
-bench:
-	MAPC_BENCH=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/
+bench: kyverno-engine
+	MAPC_KYVERNO_ENGINE=$(CURDIR)/$(KYVERNO_ENGINE) MAPC_BENCH=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/
 
 clean:
 	rm -rf bin

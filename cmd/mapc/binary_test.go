@@ -202,7 +202,7 @@ func TestProcessOutputFlags(t *testing.T) {
 	}
 	// -o is the format on compile; PATH arguments are read as -f.
 	code, out, errs := mapcProcess(t, "", "compile", in, "-o", "json")
-	if code != 0 || !strings.HasPrefix(out, "{") || !strings.Contains(errs, "1 mutator(s) found: 1 compiled into 1 policies") {
+	if code != 0 || !strings.HasPrefix(out, "{") || !strings.Contains(errs, "1 input policy found: 1 compiled into 1 policies") {
 		t.Errorf("compile PATH -o json: exit %d\n%s\n%s", code, out, errs)
 	}
 	// --quiet hides notes, not problems or the summary.
@@ -320,7 +320,7 @@ func TestProcessSkipUnsupportedWritesEveryLayout(t *testing.T) {
 			if !strings.Contains(policies, "dnsPolicy") || strings.Contains(policies, "imagePullPolicy") {
 				t.Errorf("written policies:\n%s", policies)
 			}
-			if !strings.Contains(errs, "3 mutator(s) found: 1 compiled") || !strings.Contains(errs, "2 refused") {
+			if !strings.Contains(errs, "3 input policies found: 1 compiled") || !strings.Contains(errs, "2 refused") {
 				t.Errorf("summary:\n%s", errs)
 			}
 		})

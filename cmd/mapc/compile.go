@@ -238,7 +238,11 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 
 // compileSummary is the one line that ends every compile.
 func compileSummary(docs []*source.Document, out *compiler.Output) string {
-	s := fmt.Sprintf("%d document(s) read, %d mutator(s) found: %d compiled into %d policies", len(docs), len(out.Mutators), compiler.Count(out.Mutators, compiler.Compiled), len(out.Policies))
+	found := "input policies"
+	if len(out.Mutators) == 1 {
+		found = "input policy"
+	}
+	s := fmt.Sprintf("%d document(s) read, %d %s found: %d compiled into %d policies", len(docs), len(out.Mutators), found, compiler.Count(out.Mutators, compiler.Compiled), len(out.Policies))
 	if n := compiler.Count(out.Mutators, compiler.LeftOut); n > 0 {
 		s += fmt.Sprintf(", %d left out (they never change an object: the notes and --report say why)", n)
 	}

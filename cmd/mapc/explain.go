@@ -87,7 +87,7 @@ server's limits (1,000,000 per expression, 2,500,000 for a policy's match condit
 				return &exitError{code: 1, err: err}
 			}
 			if len(out.Problems) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d mutator(s) refused", len(out.Problems))}
+				return &exitError{code: 1, err: fmt.Errorf("%d input policies refused", len(out.Problems))}
 			}
 			return nil
 		},

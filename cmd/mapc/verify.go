@@ -338,4 +338,3 @@ func refusalResults(problems []error) []verify.Result {
 	}
 	return rs
 }
-

@@ -14,10 +14,11 @@ import (
 // its path (a list when the next token is an index or "-"), a remove of a missing path does
 // nothing, a replace of a missing path fails the rule. Operations run in order, each on the
 // previous one's result; what an earlier operation wrote is known statically.
-func JSON6902(ops []kyverno.Op) (cel.Expr, error) { return json6902At(cel.Pointer{}, object, ops) }
+func JSON6902(ops []kyverno.Op) (cel.Expr, error) { return json6902At(cel.Pointer{}, object, true, ops) }
 
-// json6902At lowers the operations, their paths taken below base, where the value is cur.
-func json6902At(base cel.Pointer, cur cel.Expr, ops []kyverno.Op) (cel.Expr, error) {
+// json6902At lowers the operations, their paths taken below base, where the value is cur (root:
+// the object itself).
+func json6902At(base cel.Pointer, cur cel.Expr, root bool, ops []kyverno.Op) (cel.Expr, error) {
 	var parts []cel.Expr
 	var done [][]string // paths written (added or replaced) by earlier operations
 	var removed [][]string
@@ -65,7 +66,7 @@ func json6902At(base cel.Pointer, cur cel.Expr, ops []kyverno.Op) (cel.Expr, err
 				}
 				return false
 			}
-			parts = append(parts, ensureAdd(cur, base, toks, 0, known, val))
+			parts = append(parts, ensureAdd(cur, base, toks, 0, known, val, root))
 			done = append(done, toks)
 		case "replace":
 			val, err := valueOf(op.Value)
@@ -90,13 +91,13 @@ func json6902At(base cel.Pointer, cur cel.Expr, ops []kyverno.Op) (cel.Expr, err
 
 // ensureAdd adds val at toks[d:] below cur (at p), creating what is missing above it; known(d)
 // says an earlier operation made toks[:d+1].
-func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int) bool, val cel.Expr) cel.Expr {
+func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int) bool, val cel.Expr, root bool) cel.Expr {
 	if d == len(toks)-1 {
 		return cel.List(cel.PatchOp("add", p.Child(toks[d]), val))
 	}
 	t := toks[d]
-	there := ensureAdd(cel.Index(cur, cel.Str(t)), p.Child(t), toks, d+1, known, val)
-	if known(d) {
+	there := ensureAdd(cel.Index(cur, cel.Str(t)), p.Child(t), toks, d+1, known, val, root)
+	if known(d) || root && d == 0 && t == "metadata" { // every object admission sees has metadata
 		return there
 	}
 	whenMissing := cel.List(cel.PatchOp("add", p.Child(t), created(toks[d+1:], val)))

@@ -167,6 +167,11 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 					whenMissing = cel.List(cel.PatchOp("add", cp, val))
 				}
 			}
+			if field == "" && name == "metadata" {
+				// Every object admission sees has metadata (a name or generateName).
+				parts = append(parts, inner)
+				continue
+			}
 			parts = append(parts, cel.CondList(present(cur, name), inner, whenMissing))
 		case []any:
 			ops, err := g.listOps(cp, cur, name, x, fs, f, static)

@@ -14,7 +14,9 @@ import (
 // its path (a list when the next token is an index or "-"), a remove of a missing path does
 // nothing, a replace of a missing path fails the rule. Operations run in order, each on the
 // previous one's result; what an earlier operation wrote is known statically.
-func JSON6902(ops []kyverno.Op) (cel.Expr, error) { return json6902At(cel.Pointer{}, object, true, ops) }
+func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
+	return json6902At(cel.Pointer{}, object, true, ops)
+}
 
 // json6902At lowers the operations, their paths taken below base, where the value is cur (root:
 // the object itself).

@@ -213,7 +213,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
 		}
-		if r.Preconditions != nil {
+		if r.Preconditions != nil && len(lower.Variables(conditionsOf(r.Preconditions))) > 0 {
 			mayFail++ // a variable without a value fails the rule
 		}
 		var ops cel.Expr
@@ -621,6 +621,15 @@ func (st step) expr() cel.Expr {
 			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
 		}
 		out = cel.CondList(cel.Or(is...), st[i].e, out)
+	}
+	return out
+}
+
+// conditionsOf is the preconditions' keys and values, for the variables they read.
+func conditionsOf(pc *kyverno.Preconditions) []any {
+	var out []any
+	for _, c := range append(append([]kyverno.Condition(nil), pc.Any...), pc.All...) {
+		out = append(out, c.Key, c.Value)
 	}
 	return out
 }

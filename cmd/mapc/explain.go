@@ -173,16 +173,15 @@ func explained(out *compiler.Output) []explainedGroup {
 		for _, m := range g.Mutations {
 			eg.Mutators = append(eg.Mutators, m.Source.String())
 			for _, c := range m.Completions {
-				v, _ := json.Marshal(c.Value)
 				when := ""
-				if g, err := lower.CompletionGuard(c.By.Match); err == nil && g != cel.True {
+				if g, err := lower.CompletionGuardFor(c.By.Match, m.Match); err == nil && g != cel.True {
 					when = " where its match holds"
 				}
 				pass := "in Gatekeeper's next pass"
 				if c.By.SortKey > m.SortKey {
 					pass = "later in the same pass"
 				}
-				eg.Completed = append(eg.Completed, fmt.Sprintf("%s writes %s with %s: %s, which %s sets there %s%s", m.Source, elementPath(m), strings.Join(c.Path, "."), v, c.By.Source, pass, when))
+				eg.Completed = append(eg.Completed, fmt.Sprintf("%s writes %s already as %s changes it %s%s", m.Source, elementPath(m), c.By.Source, pass, when))
 			}
 		}
 		if i < len(out.AlsoIn) {

@@ -208,20 +208,20 @@ func TestExplainMutations(t *testing.T) {
 	for _, s := range ms[1].Steps {
 		second = append(second, s.Mutator)
 	}
-	if strings.Join(first, ",") != "Assign/a-sidecar,Assign/c-init" || strings.Join(second, ",") != "Assign/b-pull,Assign/d-init-pull" {
+	if strings.Join(first, ",") != "Assign/a-sidecar,Assign/c-init" || strings.Join(second, ",") != "Assign/b-ns-env,Assign/d-init-ns-env" {
 		t.Errorf("mutations compute %v then %v", first, second)
 	}
 	if ms[0].After != "" || ms[1].After != "Assign/a-sidecar (round 1)" || !strings.Contains(ms[1].Why, "spec.containers") {
 		t.Errorf("reasons: %+v", ms)
 	}
 	code, text, errs := runCLI(t, "", "explain", "-f", mutators)
-	if code != 0 || !strings.Contains(text, "mutations[1] (JSONPatch): Assign/b-pull, Assign/d-init-pull") || !strings.Contains(text, "not in the mutation before (which runs Assign/a-sidecar (round 1))") {
+	if code != 0 || !strings.Contains(text, "mutations[1] (JSONPatch): Assign/b-ns-env, Assign/d-init-ns-env") || !strings.Contains(text, "not in the mutation before (which runs Assign/a-sidecar (round 1))") {
 		t.Errorf("text explain (exit %d, %s):\n%s", code, errs, text)
 	}
 }
 
-// TestExplainCompletions: explain names the new elements written with the values earlier
-// mutators set in them in Gatekeeper's next pass.
+// TestExplainCompletions: explain names the new elements written already as the mutators
+// sorted before their creator change them in Gatekeeper's next pass.
 func TestExplainCompletions(t *testing.T) {
 	mutators := "../../testdata/golden/gatekeeper/completed-new-elements/mutators.yaml"
 	var doc struct {
@@ -234,9 +234,9 @@ func TestExplainCompletions(t *testing.T) {
 	}
 	got := strings.Join(all, "\n")
 	for _, want := range []string{
-		`Assign/c-debug-image writes spec.containers[name: debug] with imagePullPolicy: "Always", which Assign/a-pull-always sets there in Gatekeeper's next pass`,
-		`Assign/c-debug-image writes spec.containers[name: debug] with securityContext.privileged: false, which Assign/b-debug-unprivileged sets there in Gatekeeper's next pass where its match holds`,
-		`AssignImage/d-proxy-image writes spec.containers[name: proxy] with tty: true, which Assign/e-all-tty sets there`,
+		`Assign/c-debug-image writes spec.containers[name: debug] already as Assign/a-pull-always changes it in Gatekeeper's next pass`,
+		`Assign/c-debug-image writes spec.containers[name: debug] already as Assign/b-debug-unprivileged changes it in Gatekeeper's next pass where its match holds`,
+		`AssignImage/d-proxy-image writes spec.containers[name: proxy] already as Assign/e-all-tty changes it in Gatekeeper's next pass`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
@@ -257,7 +257,7 @@ func TestExplainLaterCompletionsAndForwarded(t *testing.T) {
 	for _, g := range doc.Groups {
 		all = append(all, g.CompletedElements...)
 	}
-	want := `Assign/intent-networking writes spec.containers[name: networking] with image: "my.registry.io/repo/app@sha256:abcde67890123456789abc345678901a", which AssignImage/assign-container-image sets there later in the same pass where its match holds`
+	want := `Assign/intent-networking writes spec.containers[name: networking] already as AssignImage/assign-container-image changes it later in the same pass where its match holds`
 	if !strings.Contains(strings.Join(all, "\n"), want) {
 		t.Errorf("missing %q in:\n%s", want, strings.Join(all, "\n"))
 	}

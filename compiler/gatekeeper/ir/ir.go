@@ -45,8 +45,8 @@ type Mutation struct {
 	ExistsOK  []bool
 	MissingOK []bool
 	Op        Op
-	// Completions are values other mutators set in the list element this mutation creates, in
-	// Gatekeeper's next pass: the new element is written with them (plan.Complete).
+	// Completions are the other mutations that change the list element this mutation creates,
+	// in Gatekeeper's order: the new element is written as they leave it (plan.Complete).
 	Completions []Completion
 }
 
@@ -60,12 +60,11 @@ func (m *Mutation) WithTest(i int, existsOK, missingOK bool) *Mutation {
 	return &c
 }
 
-// Completion is a value By (a constant Assign sorted before the mutation) sets at Path (object
-// fields below the element) in the element the mutation creates, whenever By's match holds.
+// Completion names a mutation By that changes the list element the mutation creates in
+// Gatekeeper's run, whenever By's match holds: the element is written as Gatekeeper leaves it
+// (lower.CompleteElement computes it from the mutations named).
 type Completion struct {
-	Path  []string
-	Value any
-	By    *Mutation
+	By *Mutation
 }
 
 // Step is one element of a path: an object field, or a list element selected by key or glob.

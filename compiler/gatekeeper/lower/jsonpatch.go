@@ -3,6 +3,7 @@ package lower
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/google/go-cmp/cmp"
@@ -326,9 +327,9 @@ func (g *jpgen) wholeElement(sv ir.SetValue, ops func(v cel.Expr) cel.Expr) (cel
 }
 
 // completed is emit() for a value holding the list element this mutation created (g.created,
-// taken), with its completions (ir.Completion) set in the element: those whose By matches every
-// request the mutation's kinds do at once, the others each under the condition of By's match
-// (two variants per such completion).
+// taken), written as Gatekeeper leaves it (ir.Completion, CompleteElement): the mutations of the
+// completions whose match holds for every request the mutation's kinds do take part at once,
+// the others each under the condition of its match (two variants per such completion).
 func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 	elem := g.created
 	g.created = nil
@@ -337,9 +338,12 @@ func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 	}
 	base := CopyJSON(elem).(map[string]any)
 	var conds []cel.Expr
-	var cs []ir.Completion
+	var cs []*ir.Mutation
+	ops := []*ir.Mutation{g.m}
+	always := map[*ir.Mutation]bool{g.m: true}
 	for _, c := range g.m.Completions {
-		when, err := CompletionGuard(c.By.Match)
+		ops = append(ops, c.By)
+		when, err := CompletionGuardFor(c.By.Match, g.m.Match)
 		if err != nil {
 			return nil, err
 		}
@@ -348,19 +352,24 @@ func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 			when = AssumeNotNamespace(when)
 		}
 		if when == cel.True {
-			SetPath(base, c.Path, CopyJSON(c.Value))
+			always[c.By] = true
 		} else {
-			conds, cs = append(conds, when), append(cs, c)
+			conds, cs = append(conds, when), append(cs, c.By)
 		}
 	}
-	reset := func(with []ir.Completion) {
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].SortKey < ops[j].SortKey })
+	reset := func(with []*ir.Mutation) error {
+		on := maps.Clone(always)
+		for _, m := range with {
+			on[m] = true
+		}
+		done, _, ok := CompleteElement(g.m, g.elem, base, ops, func(m *ir.Mutation) bool { return on[m] })
+		if !ok {
+			return errNoElement
+		}
 		clear(elem)
-		for k, v := range CopyJSON(base).(map[string]any) {
-			elem[k] = v
-		}
-		for _, c := range with {
-			SetPath(elem, c.Path, CopyJSON(c.Value))
-		}
+		maps.Copy(elem, done)
+		return nil
 	}
 	// known[i]: conds[i] is decided by the branches taken above it (1 true, -1 false): a
 	// condition whose conjuncts all hold where an earlier one does holds there, and one that
@@ -381,10 +390,12 @@ func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 		return true
 	}
 	known := make([]int, len(conds))
-	var build func(i int, with []ir.Completion) (cel.Expr, error)
-	build = func(i int, with []ir.Completion) (cel.Expr, error) {
+	var build func(i int, with []*ir.Mutation) (cel.Expr, error)
+	build = func(i int, with []*ir.Mutation) (cel.Expr, error) {
 		if i == len(conds) {
-			reset(with)
+			if err := reset(with); err != nil {
+				return nil, err
+			}
 			return emit()
 		}
 		branch := func(holds bool) (cel.Expr, error) {

@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -181,12 +183,52 @@ func requestNamespace() cel.Expr {
 }
 
 // CompletionGuard is the part of a mutation's match that a request may fail although another
-// mutation, of the same kinds and operations, matches it: scope, namespaces, name and namespace
-// selector (True when there is none). For ir.Completion's By.
+// mutation, of the same kinds and operations, matches it: scope, namespaces, name, namespace
+// selector and label selector (True when there is none). For ir.Completion's By, whose label
+// selector plan.Complete takes only when no mutation writes the labels it reads.
 func CompletionGuard(m ir.Match) (cel.Expr, error) {
 	ns, err := NamespaceSelectorMatch(m.NamespaceSelector)
 	if err != nil {
 		return nil, err
 	}
-	return cel.And(ScopeMatch(m.Scope), NamespacesMatch(m.Namespaces), ExcludedNamespacesMatch(m.ExcludedNamespaces), NameMatch(m.Name), ns), nil
+	labels, err := cel.LabelsMatch(m.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	return cel.And(ScopeMatch(m.Scope), NamespacesMatch(m.Namespaces), ExcludedNamespacesMatch(m.ExcludedNamespaces), NameMatch(m.Name), ns, labels), nil
+}
+
+// CompletionGuardFor is CompletionGuard of g for a request that f matches: the clauses f's own
+// match already implies (the same scope, name, namespace or label selector; every namespace f admits in
+// g's list; every namespace g excludes excluded by f) are left out.
+func CompletionGuardFor(g, f ir.Match) (cel.Expr, error) {
+	if g.Scope == f.Scope {
+		g.Scope = ""
+	}
+	if g.Name == f.Name {
+		g.Name = ""
+	}
+	if g.NamespaceSelector != nil && f.NamespaceSelector != nil && reflect.DeepEqual(g.NamespaceSelector, f.NamespaceSelector) {
+		g.NamespaceSelector = nil
+	}
+	if g.LabelSelector != nil && f.LabelSelector != nil && reflect.DeepEqual(g.LabelSelector, f.LabelSelector) {
+		g.LabelSelector = nil
+	}
+	if len(f.Namespaces) > 0 && subset(f.Namespaces, g.Namespaces) {
+		g.Namespaces = nil
+	}
+	if subset(g.ExcludedNamespaces, f.ExcludedNamespaces) {
+		g.ExcludedNamespaces = nil
+	}
+	return CompletionGuard(g)
+}
+
+// subset: is every pattern of a one of b?
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }

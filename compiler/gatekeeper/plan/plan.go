@@ -359,6 +359,8 @@ type footprint struct {
 	elemAt  int
 	// defs caches defaultsAfter.
 	defs []defaulted
+	// variants caches completedVariants.
+	variants []completedVariant
 	// union is UnionKey(m).
 	union string
 }
@@ -402,15 +404,9 @@ func footprintOf(m *ir.Mutation) *footprint {
 		if op.FromMetadata == "" {
 			f.setValue = fmt.Sprintf("%#v", op.Value)
 			f.value = op.Value
-			f.literal, f.elemAt = createdElement(m, op.Value)
 		}
 	}
-	if _, ok := m.Op.(ir.RewriteImage); ok {
-		f.literal, f.elemAt = createdElement(m, f.valueOrImage())
-		if f.elemAt == len(m.Path)-1 {
-			f.literal = nil
-		}
-	}
+	f.literal, f.elemAt = literalOf(m)
 	for _, k := range selectorKeys(m.Match) {
 		f.values = append(f.values, path{{field: "metadata"}, {field: "labels"}, {field: k}})
 	}
@@ -481,10 +477,12 @@ func createdElement(m *ir.Mutation, v any) (map[string]any, int) {
 // has every parent of the list: Gatekeeper creates missing ones), or that holds none of g's
 // values: g removes nothing there, and where f replaces the element after g, what g
 // removed from the one before is gone with it. (One expression computing both from the same
-// object must then leave that element out of g's operations: prunedAround.)
+// object must then leave that element out of g's operations: prunedAround.) Where f's element
+// is completed (plan.Complete), the element f writes is Gatekeeper's final one, and any g that
+// Gatekeeper's own mutator shows changes nothing in it keeps it (keepsCompleted).
 func (g *footprint) keepsLiteral(f *footprint) bool {
 	prune, isPrune := g.m.Op.(ir.PruneSet)
-	if f.literal == nil || g.setValue == "" && !isPrune || len(g.appends) > 0 || len(g.full) <= f.elemAt+1 {
+	if f.literal == nil || len(g.full) <= f.elemAt+1 {
 		return false
 	}
 	for j := 0; j <= f.elemAt; j++ {
@@ -504,7 +502,13 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 			return false
 		}
 	}
-	var v any = f.literalFor(g.m)
+	if len(f.m.Completions) > 0 {
+		return g.keepsCompleted(f)
+	}
+	if g.setValue == "" && !isPrune || len(g.appends) > 0 {
+		return false
+	}
+	var v any = f.literal
 	for k, s := range g.full[f.elemAt+1:] {
 		obj, ok := v.(map[string]any)
 		if s.list || s.field == anyField || !ok {
@@ -521,6 +525,66 @@ func (g *footprint) keepsLiteral(f *footprint) bool {
 		return prunesNothing(v, prune.Values)
 	}
 	return reflect.DeepEqual(v, g.value)
+}
+
+// keepsCompleted is keepsLiteral for an f whose element is completed (ir.Completion): does
+// Gatekeeper's own mutator for g change nothing in the element f writes, whichever of f's
+// conditional completions hold (those of g itself only where g applies)?
+func (g *footprint) keepsCompleted(f *footprint) bool {
+	mut, ok := lower.Engine(g.m)
+	if !ok {
+		return false
+	}
+	for _, v := range f.completedVariants() {
+		if v.off[g.m] {
+			continue // g does not apply there
+		}
+		if v.elem == nil {
+			return false
+		}
+		if _, changed, ok := lower.InElement(mut, g.m.Path, f.elemAt, v.elem); !ok || changed {
+			return false
+		}
+	}
+	return true
+}
+
+// completedVariant is the element f writes (nil when it could not be computed) when the
+// conditional completions in off do not hold and the others do.
+type completedVariant struct {
+	off  map[*ir.Mutation]bool
+	elem map[string]any
+}
+
+// completedVariants is the element f writes for every subset of its conditional completions,
+// computed once.
+func (f *footprint) completedVariants() []completedVariant {
+	if f.variants != nil {
+		return f.variants
+	}
+	ops := []*ir.Mutation{f.m}
+	var conds []*ir.Mutation
+	for _, c := range f.m.Completions {
+		ops = append(ops, c.By)
+		if when, err := lower.CompletionGuardFor(c.By.Match, f.m.Match); err != nil || when != cel.True {
+			conds = append(conds, c.By)
+		}
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].SortKey < ops[j].SortKey })
+	for mask := 0; mask < 1<<len(conds); mask++ {
+		off := map[*ir.Mutation]bool{}
+		for i, c := range conds {
+			if mask&(1<<i) == 0 {
+				off[c] = true
+			}
+		}
+		elem, _, ok := lower.CompleteElement(f.m, f.elemAt, f.literal, ops, func(m *ir.Mutation) bool { return !off[m] })
+		if !ok {
+			elem = nil
+		}
+		f.variants = append(f.variants, completedVariant{off: off, elem: elem})
+	}
+	return f.variants
 }
 
 // prunesNothing: is v a list none of whose elements may equal one of vals? Compared as JSON,
@@ -545,6 +609,17 @@ func prunesNothing(v any, vals []any) bool {
 	return true
 }
 
+// addsAround: does f write in a keyed list element only where it creates it (a MustNotExist on
+// the element), and g reach the elements of that list through a glob, keeping f's element
+// (keepsLiteral: f writes it completed)? From one object, g's operations reach the elements that
+// are there, never the one f appends, which already holds what g would do there.
+func (f *footprint) addsAround(g *footprint) bool {
+	if f.literal == nil || f.m.ExistsOK[f.elemAt] || len(g.full) <= f.elemAt+1 || !g.full[f.elemAt].glob {
+		return false
+	}
+	return g.keepsLiteral(f)
+}
+
 // prunedAround: does f assign whole elements of a list that g prunes below (keepsLiteral)?
 // Computed from the same object in one expression, g's operations on the element f replaces
 // would apply to the element f removes; leaving that element out (lower.Replaced), g's
@@ -558,21 +633,6 @@ func (f *footprint) prunedAround(g *footprint) bool {
 // replaces, when the two are computed in one expression?
 func (z *Fuser) PrunedAround(f, g *ir.Mutation) bool {
 	return z.footprint(f).prunedAround(z.footprint(g))
-}
-
-// literalFor is f.literal as g finds it in Gatekeeper's pass after f created it: with f's
-// completions (Complete) by g itself and by mutations that apply to every request f applies to.
-func (f *footprint) literalFor(g *ir.Mutation) map[string]any {
-	if len(f.m.Completions) == 0 {
-		return f.literal
-	}
-	lit := lower.CopyJSON(f.literal).(map[string]any)
-	for _, c := range f.m.Completions {
-		if when, err := lower.CompletionGuard(c.By.Match); c.By == g || err == nil && when == cel.True {
-			lower.SetPath(lit, c.Path, lower.CopyJSON(c.Value))
-		}
-	}
-	return lit
 }
 
 // toward is f as g sees it: when g keeps the element f creates (keepsLiteral), creating or
@@ -1110,7 +1170,7 @@ func (z *Fuser) whyNot(a, b *ir.Mutation, inOrder bool) string {
 	// Writes of one constant at one field, of which one may append the element on the way,
 	// give the same operations wherever both write, from the same object.
 	alike := apart || fa.sameConstantLeaf(fb) || fa.fillsElement(fb) || fb.fillsElement(fa) || z.SharesCreation(a, b) ||
-		fa.prunedAround(fb) || fb.prunedAround(fa) || inOrder && fa.unites(fb)
+		fa.prunedAround(fb) || fb.prunedAround(fa) || fa.addsAround(fb) || fb.addsAround(fa) || inOrder && fa.unites(fb)
 	if (len(fa.full) <= shared || len(fb.full) <= shared) && !fa.sameValueSamePath(fb) && !alike {
 		return fmt.Sprintf("%s writes %s and %s writes %s, which may be the same node (one expression does not write a node twice)", a.Source, fa.full, b.Source, fb.full)
 	}

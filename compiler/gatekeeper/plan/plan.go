@@ -809,7 +809,7 @@ func (f *footprint) feeds(g *footprint) string {
 			if len(w) == len(f.full) && f.fixesImage(g) {
 				continue
 			}
-			if len(w) == len(f.full) && f.mergesInto(g, v) || uni && prefixOf(v, f.full) {
+			if len(w) == len(f.full) && (f.mergesInto(g, v) || f.setsCommute(g)) || uni && prefixOf(v, f.full) {
 				continue
 			}
 			if prefixOf(w, v) || prefixOf(v, w) {
@@ -839,8 +839,8 @@ func (f *footprint) feeds(g *footprint) string {
 			}
 		}
 		for _, v := range g.values {
-			if f.mergesInto(g, v) || uni && prefixOf(v, f.full) {
-				continue // created only along with the list f merges into
+			if f.mergesInto(g, v) || uni && prefixOf(v, f.full) || f.setsCommute(g) && prefixOf(c, v) {
+				continue // created only along with the list f merges into (or prunes: its parents)
 			}
 			if prefixOf(v, c) || prefixOf(c, v) && len(v) <= len(f.full) && prefixOf(v, f.full) {
 				return fmt.Sprintf("may create %s, which %s reads", c, g.m.Source)
@@ -867,6 +867,9 @@ func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
 			}
 			if len(w) == len(w2) && len(w) < len(f.full) && len(w2) < len(g.full) {
 				continue // both may create the same keyed element on the way: creation merges
+			}
+			if len(w) == len(f.full) && len(w2) == len(g.full) && f.setsCommute(g) {
+				continue // a prune and a merge of other values, or two prunes: either order
 			}
 			return fmt.Sprintf("both write %s", w)
 		}
@@ -914,6 +917,55 @@ func (f *footprint) mergesInto(g *footprint, v path) bool {
 	_, fm := f.m.Op.(ir.MergeSet)
 	_, gm := g.m.Op.(ir.MergeSet)
 	return fm && gm && len(v) == len(g.full) && len(f.full) == len(g.full) && prefixOf(f.full, v)
+}
+
+// setsCommute: are f and g ModifySets of lists that may be one (compatible paths of one length),
+// two prunes, or a prune and a merge none of whose values (strings, compared as Gatekeeper
+// compares them) the prune removes, the merge's values each once? A prune removes its values
+// wherever they are and a merge appends the values the list lacks at its end, so either order
+// leaves the same list; neither needs another pass for the other. (An empty list the API server
+// drops between mutations is missing to the merge, which then sets its values: the same list,
+// since they are distinct. A prune creates the list's missing parents, as a merge does on the
+// way: their creations are compared as usual.)
+func (f *footprint) setsCommute(g *footprint) bool {
+	if len(f.full) != len(g.full) || !prefixOf(f.full, g.full) {
+		return false
+	}
+	fp, fPrune := f.m.Op.(ir.PruneSet)
+	gp, gPrune := g.m.Op.(ir.PruneSet)
+	fmg, fMerge := f.m.Op.(ir.MergeSet)
+	gmg, gMerge := g.m.Op.(ir.MergeSet)
+	switch {
+	case fPrune && gPrune:
+		return true
+	case fPrune && gMerge:
+		return disjointStrings(fp.Values, gmg.Values)
+	case fMerge && gPrune:
+		return disjointStrings(gp.Values, fmg.Values)
+	}
+	return false
+}
+
+// disjointStrings: are all of pruned and merged strings, merged distinct, and none of merged
+// one of pruned?
+func disjointStrings(pruned, merged []any) bool {
+	seen := map[string]bool{}
+	for _, v := range pruned {
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		seen[s] = true
+	}
+	mine := map[string]bool{}
+	for _, v := range merged {
+		s, ok := v.(string)
+		if !ok || seen[s] || mine[s] {
+			return false
+		}
+		mine[s] = true
+	}
+	return true
 }
 
 // unites: are f and g merges that one expression computes together (UnionKey), f's values

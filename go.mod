@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/google/cel-go v0.30.0
 	github.com/google/go-cmp v0.7.0
+	github.com/kyverno/go-jmespath v0.4.1-0.20231124160150-95e59c162877
 	github.com/open-policy-agent/gatekeeper/v3 v3.23.1
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2
 	github.com/spf13/cobra v1.10.2

@@ -209,7 +209,8 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
 		}
-		pre, err := lower.Preconditions(r.Preconditions, lower.Scope{}, "preconditions")
+		sc := lower.Scope{Object: objectShape(rk)}
+		pre, err := lower.Preconditions(r.Preconditions, sc, "preconditions")
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
 		}
@@ -220,7 +221,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		var vars []cel.Expr
 		switch {
 		case r.StrategicMerge != nil:
-			patch, vs, err := lower.Substitute(r.StrategicMerge, lower.Scope{}, "")
+			patch, vs, err := lower.Substitute(r.StrategicMerge, sc, "")
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
@@ -241,7 +242,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 				if strings.Contains(jops[i].Path, "{{") {
 					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d]", i), errors.New("variables in paths are not supported yet"))
 				}
-				v, vs, err := lower.Substitute(jops[i].Value, lower.Scope{}, "")
+				v, vs, err := lower.Substitute(jops[i].Value, sc, "")
 				if err != nil {
 					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d].value", i), err)
 				}
@@ -316,6 +317,15 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 
 // gk is a kind a rule applies to, with the version its schema is read in.
 type gk struct{ Group, Version, Kind string }
+
+// objectShape is what the schema says of the objects of the kinds, for the rule's variables.
+func objectShape(kinds []gk) lower.Shape {
+	var ks []lower.Kind
+	for _, k := range kinds {
+		ks = append(ks, lower.Kind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	return lower.ObjectShape(ks...)
+}
 
 // ruleKinds lists the kinds the rule's match block names (built-in kinds the client libraries
 // know, and the CRDs' kinds).

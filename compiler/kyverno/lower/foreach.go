@@ -32,7 +32,16 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 	}
 	iv, xv := "i", "e"
 	i, x := cel.Ident(iv), cel.Ident(xv)
-	sc := Scope{Elements: []cel.Expr{x}, Indexes: []cel.Expr{i}}
+	group, version, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		group, version = "", apiVersion
+	}
+	obj := ObjectShape(Kind{Group: group, Version: version, Kind: kind})
+	elem := obj
+	for _, s := range listPath {
+		elem = elem.field(s)
+	}
+	sc := Scope{Elements: []cel.Expr{x}, Indexes: []cel.Expr{i}, Object: obj, ElementShapes: []Shape{elem.item()}}
 	pre, err := Preconditions(fe.Preconditions, sc, field+".preconditions")
 	if err != nil {
 		return nil, err
@@ -172,7 +181,7 @@ func itemOf(patch any, path []string) (map[string]any, error) {
 
 // listPathOf reads a foreach list: a path of names below request.object.
 func listPathOf(list string) ([]string, error) {
-	segs, err := jmesPath(strings.TrimSpace(list))
+	segs, err := pathOf(strings.TrimSpace(list))
 	if err != nil {
 		return nil, fmt.Errorf("%q: %v (a path below request.object is supported)", list, err)
 	}

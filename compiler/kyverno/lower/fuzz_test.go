@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/version"
@@ -9,30 +10,49 @@ import (
 	"github.com/mapc-dev/mapc/cel"
 )
 
-// FuzzVariable: Kyverno's {{ }} variables, read as JMESPath paths, either lower to an expression
-// the API server's CEL compiles or are refused; nothing panics.
+// FuzzVariable: Kyverno's {{ }} variables, read as JMESPath, either lower to an expression the
+// API server's CEL compiles (with a missing value read as null too, as Kyverno's operators read
+// it) or are refused; nothing panics. Each is lowered for objects of unknown schema and for Pods.
 func FuzzVariable(f *testing.F) {
 	for _, s := range []string{
 		"request.object.metadata.name", `request.object.metadata.labels."app.kubernetes.io/name"`,
 		"request.object.spec.containers[0].image", "element.name", "elementIndex", "element0.x",
 		"request.operation", "to_upper(request.object.metadata.name)", "request.object.x || ''",
 		`request."object"`, "@", "request.", "[0]", `"a\"b"`,
+		"request.object.metadata.labels.app || 'none'", "`{\"a\": [1, \"b\"]}` || `null`",
+		"request.object.metadata.labels.a && !(request.object.metadata.labels.b)",
+		"request.object.metadata.labels.a == 'x' || request.object.metadata.labels.b != `true`",
+		"request.object.spec.containers[-1].ports[0].containerPort", "request.object.metadata | labels.app",
+		"request.oldObject.metadata.name || request.namespace || request.name", "request.userInfo.groups[0] || 'x'",
+		"element.image && elementIndex", "request.object.spec.containers.name", "'it\\'s' || `\"json\"`",
+		"request.object.metadata.labels.app | @", "to_string(request.object.metadata.labels)",
 	} {
 		f.Add(s)
 	}
 	env := cel.NewEnv(version.MajorMinor(1, 37))
+	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
+	scopes := []Scope{
+		{Elements: []cel.Expr{cel.Ident("object")}, Indexes: []cel.Expr{cel.Int(0)}},
+		{Elements: []cel.Expr{cel.Ident("object")}, Indexes: []cel.Expr{cel.Int(0)}, Object: pod, ElementShapes: []Shape{pod}},
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		sc := Scope{Elements: []cel.Expr{cel.Ident("object")}, Indexes: []cel.Expr{cel.Int(0)}}
-		e, err := Variable(s, sc)
-		if err != nil {
-			return
-		}
-		c := cel.Bin("==", cel.Call("dyn", e), cel.Null())
-		if _, err := env.Print(c); err != nil {
-			t.Fatalf("{{%s}}: %v", s, err)
-		}
-		if err := env.CheckConditionExpr(c); err != nil {
-			t.Fatalf("{{%s}} lowers to an expression the API server rejects: %v", s, err)
+		for _, sc := range scopes {
+			v, err := variable(strings.TrimSpace(s), sc)
+			if err != nil {
+				continue
+			}
+			for _, e := range []cel.Expr{v.e, v.soft} {
+				if e == nil {
+					continue
+				}
+				c := cel.Bin("==", cel.Call("dyn", e), cel.Null())
+				if _, err := env.Print(c); err != nil {
+					t.Fatalf("{{%s}}: %v", s, err)
+				}
+				if err := env.CheckConditionExpr(c); err != nil {
+					t.Fatalf("{{%s}} lowers to an expression the API server rejects: %v", s, err)
+				}
+			}
 		}
 	})
 }

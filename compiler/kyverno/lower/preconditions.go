@@ -72,7 +72,7 @@ func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr,
 // operand is a condition's key or value: the expression of its value when the rule runs, or
 // the literal.
 func operand(v any, sc Scope, field string) (cel.Expr, any, error) {
-	s, vars, err := Substitute(v, sc, field)
+	s, vars, err := substitute(v, sc, field, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,24 +6,25 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
+
+	jmespath "github.com/kyverno/go-jmespath"
 
 	"github.com/mapc-dev/mapc/cel"
 )
 
 // Scope is what a rule's variables can name besides the request: the elements of the foreach
-// loops around them (innermost last) and their indices.
+// loops around them (innermost last) and their indices; and what the schema says of the objects
+// the rule applies to and of the elements.
 type Scope struct {
-	Elements []cel.Expr
-	Indexes  []cel.Expr
+	Elements      []cel.Expr
+	Indexes       []cel.Expr
+	Object        Shape   // request.object, request.oldObject
+	ElementShapes []Shape // of Elements (missing ones unknown)
 }
 
 // variableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).
 var variableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
-
-// functionCall finds a JMESPath function call: its name.
-var functionCall = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 
 // expr is a value computed when the rule runs: a variable, or a string with variables in it.
 type expr struct{ e cel.Expr }
@@ -33,7 +34,15 @@ type expr struct{ e cel.Expr }
 // variables in it takes their values as strings. It also returns every variable's expression:
 // Kyverno substitutes all of a rule's variables before it patches, and fails the rule when one
 // has no value, wherever it is.
+//
+// v is a patch: a variable that can be null is refused where it is a value of its own, since
+// Kyverno's patch reads a null as removing the field.
 func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
+	return substitute(v, sc, field, false)
+}
+
+// substitute is Substitute; with null, a variable can be null.
+func substitute(v any, sc Scope, field string, null bool) (any, []cel.Expr, error) {
 	var all []cel.Expr
 	var walk func(v any, field string) (any, error)
 	walk = func(v any, field string) (any, error) {
@@ -49,18 +58,25 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 			var parts []cel.Expr
 			at := 0
 			for _, l := range locs {
-				e, err := Variable(x[l[0]+2:l[1]-2], sc)
+				v, err := variable(strings.TrimSpace(x[l[0]+2:l[1]-2]), sc)
 				if err != nil {
 					return nil, errorf(field, "%v", err)
 				}
-				all = append(all, e)
+				all = append(all, v.e)
 				if len(locs) == 1 && l[0] == 0 && l[1] == len(x) {
-					return expr{e}, nil
+					if !null && v.t&tNull != 0 {
+						return nil, errorf(field, "the variable %s can be null, which Kyverno's patch reads as removing the field: not supported yet (give a default with ||)", x)
+					}
+					return expr{v.e}, nil
 				}
 				if l[0] > at {
 					parts = append(parts, cel.Str(x[at:l[0]]))
 				}
-				parts = append(parts, cel.Call("string", e))
+				text, err := asText(v)
+				if err != nil {
+					return nil, errorf(field, "the variable %s: %v", x[l[0]:l[1]], err)
+				}
+				parts = append(parts, text)
 				at = l[1]
 			}
 			if at < len(x) {
@@ -118,75 +134,42 @@ func dynAll(es []cel.Expr) []cel.Expr {
 	return out
 }
 
-// Variable lowers one variable's JMESPath expression. Supported: paths (names, "quoted names",
-// [index]) below request.object, request.oldObject, request.userInfo, request.kind, and
-// request.operation, request.namespace, request.name; element (elementN) and elementIndex
-// (elementIndexN) in foreach.
+// Variable lowers one variable's JMESPath (the text between {{ and }}) to the CEL expression of
+// its value, which fails where Kyverno fails the rule (see jmespath.go). Supported: paths
+// (names, "quoted names", [index]) below request.object, request.oldObject, request.userInfo,
+// request.kind, and request.operation, request.namespace, request.name; element (elementN) and
+// elementIndex (elementIndexN) in foreach; raw string and JSON literals, ||, &&, !, == and !=,
+// pipes, and the functions of the table in functions.go.
 func Variable(s string, sc Scope) (cel.Expr, error) {
-	s = strings.TrimSpace(s)
-	if m := functionCall.FindStringSubmatch(s); m != nil {
-		return nil, fmt.Errorf("the variable {{%s}}: the JMESPath function %s is not supported yet: no function is lowered to CEL so far", s, m[1])
-	}
-	segs, err := jmesPath(s)
+	v, err := variable(strings.TrimSpace(s), sc)
 	if err != nil {
-		return nil, fmt.Errorf("the variable {{%s}}: %v; supported: paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, element, elementIndex", s, err)
+		return nil, err
 	}
-	unsupported := func() (cel.Expr, error) {
-		return nil, fmt.Errorf("the variable {{%s}} is not supported yet; supported: paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, element, elementIndex", s)
+	return v.e, nil
+}
+
+// asText is a variable's value inside a string: Kyverno writes a string as it is and any other
+// value as JSON.
+func asText(v value) (cel.Expr, error) {
+	if v.t.only(tStr) {
+		return cel.Call("string", v.e), nil
 	}
-	var cur cel.Expr
-	rest := segs
-	root, _ := segs[0].(string)
-	switch {
-	case root == "request" && len(segs) >= 2:
-		second, _ := segs[1].(string)
-		switch second {
-		case "object":
-			cur = object
-		case "oldObject":
-			cur = cel.Ident("oldObject")
-		case "operation", "namespace", "name":
-			if len(segs) != 2 {
-				return unsupported()
-			}
-			return cel.Field(request, second), nil
-		case "userInfo", "kind":
-			cur = cel.Field(request, second)
-		default:
-			return unsupported()
-		}
-		rest = segs[2:]
-	case root == "element" || strings.HasPrefix(root, "element") && isDigits(root[len("element"):]):
-		n := len(sc.Elements) - 1
-		if root != "element" {
-			n, _ = strconv.Atoi(root[len("element"):])
-		}
-		if n < 0 || n >= len(sc.Elements) {
-			return nil, fmt.Errorf("the variable {{%s}} is outside a foreach loop of that depth", s)
-		}
-		cur = sc.Elements[n]
-		rest = segs[1:]
-	case root == "elementIndex" || strings.HasPrefix(root, "elementIndex") && isDigits(root[len("elementIndex"):]):
-		n := len(sc.Indexes) - 1
-		if root != "elementIndex" {
-			n, _ = strconv.Atoi(root[len("elementIndex"):])
-		}
-		if n < 0 || n >= len(sc.Indexes) || len(segs) != 1 {
-			return nil, fmt.Errorf("the variable {{%s}} is outside a foreach loop of that depth", s)
-		}
-		return sc.Indexes[n], nil
-	default:
-		return unsupported()
+	if !v.t.only(tNull | tBool | tInt | tStr) {
+		return nil, fmt.Errorf("its value can be %s: inside a string Kyverno writes a value other than a string, a boolean, an integer or null as JSON, which is not supported yet", typeNames(v.t))
 	}
-	for _, seg := range rest {
-		switch x := seg.(type) {
-		case string:
-			cur = cel.Index(cur, cel.Str(x))
-		case int:
-			cur = cel.Index(cur, cel.Int(int64(x)))
+	return jsonText(v), nil
+}
+
+// jsonText is Go's JSON of a string (the string itself), a boolean, an integer or null.
+func jsonText(v value) cel.Expr {
+	c := &lowering{}
+	return c.bind(v.e, v.simple, func(x cel.Expr) cel.Expr {
+		var e cel.Expr = cel.Call("string", x)
+		if v.t&tNull != 0 {
+			e = cel.Cond(cel.Bin("==", x, cel.Null()), cel.Str("null"), e)
 		}
-	}
-	return cur, nil
+		return e
+	})
 }
 
 func isDigits(s string) bool {
@@ -201,57 +184,39 @@ func isDigits(s string) bool {
 	return true
 }
 
-// jmesPath parses a JMESPath made only of names, "quoted names" and [index] selections.
-func jmesPath(s string) ([]any, error) {
-	var segs []any
-	i := 0
-	expectName := true
-	for i < len(s) {
-		switch c := s[i]; {
-		case c == '.' && !expectName && len(segs) > 0:
-			expectName = true
-			i++
-		case c == '[':
-			j := strings.IndexByte(s[i:], ']')
-			if j < 0 || len(segs) == 0 {
-				return nil, fmt.Errorf("not a path")
-			}
-			n, err := strconv.Atoi(s[i+1 : i+j])
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("only non-negative list indices are supported in a path")
-			}
-			segs = append(segs, n)
-			i += j + 1
-			expectName = false
-		case c == '"' && expectName:
-			j := i + 1
-			var b strings.Builder
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				b.WriteByte(s[j])
-				j++
-			}
-			if j >= len(s) {
-				return nil, fmt.Errorf("unterminated quoted name")
-			}
-			segs = append(segs, b.String())
-			i = j + 1
-			expectName = false
-		case expectName && (c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'):
-			j := i
-			for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9') {
-				j++
-			}
-			segs = append(segs, s[i:j])
-			i = j
-			expectName = false
-		default:
-			return nil, fmt.Errorf("JMESPath functions, filters and operators are not supported yet")
-		}
+// pathOf reads a JMESPath made only of names, "quoted names" and [index] selections.
+func pathOf(s string) ([]any, error) {
+	n, err := jmespath.NewParser().Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("not JMESPath Kyverno can read (%v)", err)
 	}
-	if len(segs) == 0 || expectName {
+	var segs []any
+	var walk func(n jmespath.ASTNode) error
+	walk = func(n jmespath.ASTNode) error {
+		switch n.NodeType {
+		case jmespath.ASTField:
+			segs = append(segs, n.Value.(string))
+		case jmespath.ASTIndex:
+			i := n.Value.(int)
+			if i < 0 {
+				return fmt.Errorf("only non-negative list indices are supported in a path")
+			}
+			segs = append(segs, i)
+		case jmespath.ASTSubexpression, jmespath.ASTIndexExpression:
+			for _, k := range n.Children {
+				if err := walk(k); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("JMESPath functions, filters and operators are not supported yet")
+		}
+		return nil
+	}
+	if err := walk(n); err != nil {
+		return nil, err
+	}
+	if _, ok := segs[0].(string); !ok {
 		return nil, fmt.Errorf("not a path")
 	}
 	return segs, nil

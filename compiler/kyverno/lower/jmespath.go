@@ -1,0 +1,596 @@
+package lower
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	jmespath "github.com/kyverno/go-jmespath"
+
+	"github.com/mapc-dev/mapc/cel"
+)
+
+// A variable's JMESPath is parsed by github.com/kyverno/go-jmespath, the fork Kyverno v1.19.1
+// evaluates variables with, and its syntax tree lowered to CEL with that fork's semantics:
+//
+//   - a field of an object that lacks it is "not found": an error a path passes on, which fails
+//     the rule at the top of a variable, but which ||, &&, !, comparisons, pipes and function
+//     arguments read as null;
+//   - a field of anything but an object is null, and so is an index outside an array or of
+//     anything but an array (never an error);
+//   - false, null, "", [] and {} are false, everything else true (|| and && return operands).
+//
+// Every lowered expression is a value: its CEL evaluation fails exactly where Kyverno's
+// evaluation of the variable fails (then Kyverno fails the rule), and otherwise gives the value
+// Kyverno's gives. What cannot be lowered so is refused, by name.
+
+// virtual names a part of Kyverno's JSON context that is not a value in CEL: the context itself,
+// request, request.userInfo (a CEL message whose empty fields Kyverno's JSON omits), request.kind.
+type virtual uint8
+
+const (
+	real virtual = iota
+	vRoot
+	vRequest
+	vUserInfo
+	vKind
+)
+
+// value is a JMESPath expression lowered.
+type value struct {
+	e cel.Expr // the value; fails where Kyverno fails (a missing field included)
+	t types    // the types e can have
+
+	// missing: Kyverno can find no value (a missing field, passed on by a path). e then fails;
+	// soft is the value with that read as null (as Kyverno's operators read it), of types st.
+	missing bool
+	soft    cel.Expr
+	st      types
+	softErr error // why soft cannot be lowered (then soft is nil)
+
+	// opt, when not nil, is soft as a CEL optional (none when missing): for path steps through
+	// objects, which chain as opt[?"name"].
+	opt cel.Expr
+
+	sh     Shape   // what the schema says of the value, for the steps below it
+	virt   virtual // a part of the context that is not a CEL value (e, t unset)
+	simple bool    // e is cheap to repeat (a name, a literal, or literal steps below one)
+	jnum   bool    // a number JMESPath made (a float64 in Kyverno); a number read from the object reaches Kyverno's functions as a float64 or an int64, depending on the rule
+}
+
+// found is a value Kyverno always finds.
+func found(e cel.Expr, t types, simple bool) value {
+	return value{e: e, t: t, soft: e, st: t, simple: simple}
+}
+
+// softValue is v with a missing field read as null, as a value of its own (never missing).
+func (c *lowering) softValue(v value) (value, error) {
+	if v.virt != real {
+		return value{}, c.refuse("%s is not a value Kyverno's functions and operators can read here", c.virtName(v.virt))
+	}
+	if v.softErr != nil {
+		return value{}, v.softErr
+	}
+	out := found(v.soft, v.st, v.simple && !v.missing)
+	out.sh, out.jnum = v.sh, v.jnum
+	return out, nil
+}
+
+// lowering lowers one variable.
+type lowering struct {
+	src string // the variable's text, for messages
+	sc  Scope
+	n   int // names bound so far
+}
+
+func (c *lowering) refuse(format string, args ...any) error {
+	return fmt.Errorf("the variable {{%s}}: %s", c.src, fmt.Sprintf(format, args...))
+}
+
+func (c *lowering) virtName(v virtual) string {
+	switch v {
+	case vRoot:
+		return "the whole context (@)"
+	case vRequest:
+		return "request"
+	case vUserInfo:
+		return "request.userInfo"
+	}
+	return "request.kind"
+}
+
+// bind gives body the value of x, evaluated once: x itself when it is cheap to repeat, else a
+// name bound to it.
+func (c *lowering) bind(x cel.Expr, simple bool, body func(cel.Expr) cel.Expr) cel.Expr {
+	if simple {
+		return body(x)
+	}
+	c.n++
+	name := fmt.Sprintf("jp%d", c.n)
+	return cel.Let(name, x, body(cel.Ident(name)))
+}
+
+// variable lowers a variable's JMESPath (the text between {{ and }}, trimmed).
+func variable(s string, sc Scope) (value, error) {
+	c := &lowering{src: s, sc: sc}
+	if s == "@" {
+		return value{}, c.refuse("{{@}} (Kyverno's name for the patched field's own value in the object) is not supported yet")
+	}
+	if strings.HasPrefix(s, "-") {
+		return value{}, c.refuse("shallow substitution ({{- }}) is not supported yet")
+	}
+	n, err := jmespath.NewParser().Parse(s)
+	if err != nil {
+		return value{}, c.refuse("not JMESPath Kyverno can read (%v): Kyverno fails the rule", err)
+	}
+	v, err := c.lower(n, value{virt: vRoot})
+	if err != nil {
+		return value{}, err
+	}
+	if v.virt != real {
+		return value{}, c.refuse("%s is not supported as a value", c.virtName(v.virt))
+	}
+	return v, nil
+}
+
+const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, element, elementIndex"
+
+// lower lowers node n, evaluated on the current value cur (the context at the top).
+func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
+	switch n.NodeType {
+	case jmespath.ASTField:
+		return c.field(cur, n.Value.(string))
+	case jmespath.ASTIndex:
+		if cur.virt != real {
+			return value{}, c.refuse("an index of %s is not supported", c.virtName(cur.virt))
+		}
+		return c.index(cur, n.Value.(int)), nil
+	case jmespath.ASTSubexpression, jmespath.ASTIndexExpression:
+		l, err := c.lower(n.Children[0], cur)
+		if err != nil {
+			return value{}, err
+		}
+		if isPathStep(n.Children[1]) {
+			// Steps of null are null: the right side on l's soft value is the soft value.
+			return c.lower(n.Children[1], l)
+		}
+		// Kyverno stops at a missing l: the right side sees l's value.
+		in := l
+		if l.virt == real {
+			in = found(l.e, l.t, l.simple)
+			in.sh, in.jnum = l.sh, l.jnum
+		}
+		r, err := c.lower(n.Children[1], in)
+		if err != nil {
+			return value{}, err
+		}
+		if l.missing {
+			r.missing, r.soft, r.opt = true, nil, nil
+			r.softErr = c.refuse("%s after a field that may be missing is not supported where a missing value reads as null", nodeName(n.Children[1]))
+		}
+		return r, nil
+	case jmespath.ASTLiteral:
+		return literal(n.Value)
+	case jmespath.ASTCurrentNode, jmespath.ASTIdentity:
+		if cur.virt == vRoot {
+			return value{}, c.refuse("@ outside a function's arguments in a pipe is not supported yet")
+		}
+		return cur, nil
+	case jmespath.ASTOrExpression:
+		l, err := c.operand(n.Children[0], cur)
+		if err != nil {
+			return value{}, err
+		}
+		r, err := c.operand(n.Children[1], cur)
+		if err != nil {
+			return value{}, err
+		}
+		e := c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr {
+			return cel.Cond(truthy(x, l.t), dyn(x), dyn(r.e))
+		})
+		// l when it is true (so never null), else r.
+		return found(e, l.t&^tNull|r.t, false), nil
+	case jmespath.ASTAndExpression:
+		l, err := c.operand(n.Children[0], cur)
+		if err != nil {
+			return value{}, err
+		}
+		r, err := c.lower(n.Children[1], cur)
+		if err != nil {
+			return value{}, err
+		}
+		if r.virt != real {
+			return value{}, c.refuse("%s is not supported as a value", c.virtName(r.virt))
+		}
+		// r when l is true, else l (so never a number).
+		lf := l.t &^ (tInt | tDouble)
+		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr}
+		out.e = c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr { return cel.Cond(truthy(x, l.t), dyn(r.e), dyn(x)) })
+		if r.soft != nil {
+			out.soft = c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr { return cel.Cond(truthy(x, l.t), dyn(r.soft), dyn(x)) })
+		}
+		if !out.missing {
+			out.soft = out.e
+		}
+		return out, nil
+	case jmespath.ASTNotExpression:
+		x, err := c.operand(n.Children[0], cur)
+		if err != nil {
+			return value{}, err
+		}
+		e := c.bind(x.e, x.simple, func(x1 cel.Expr) cel.Expr { return cel.Not(truthy(x1, x.t)) })
+		return found(e, tBool, false), nil
+	case jmespath.ASTComparator:
+		return c.compare(n, cur)
+	case jmespath.ASTPipe:
+		l, err := c.operand(n.Children[0], cur)
+		if err != nil {
+			return value{}, err
+		}
+		r, err := c.lower(n.Children[1], l)
+		if err != nil {
+			return value{}, err
+		}
+		return c.softValue(r) // a missing value on the right of a pipe is null too
+	case jmespath.ASTFunctionExpression:
+		return c.call(n, cur)
+	}
+	return value{}, c.refuse("%s not supported yet", nodeName(n))
+}
+
+// operand lowers n as Kyverno's operators and function arguments read it: a missing value is null.
+func (c *lowering) operand(n jmespath.ASTNode, cur value) (value, error) {
+	v, err := c.lower(n, cur)
+	if err != nil {
+		return value{}, err
+	}
+	return c.softValue(v)
+}
+
+// isPathStep: is n a field, an index or a path of them (a step that gives null on null)?
+func isPathStep(n jmespath.ASTNode) bool {
+	switch n.NodeType {
+	case jmespath.ASTField, jmespath.ASTIndex:
+		return true
+	case jmespath.ASTSubexpression, jmespath.ASTIndexExpression:
+		return isPathStep(n.Children[0]) && isPathStep(n.Children[1])
+	}
+	return false
+}
+
+// nodeName says what n is, for refusals.
+func nodeName(n jmespath.ASTNode) string {
+	switch n.NodeType {
+	case jmespath.ASTProjection, jmespath.ASTValueProjection:
+		return "projections ([*], *) are"
+	case jmespath.ASTFilterProjection:
+		return "filters ([?...]) are"
+	case jmespath.ASTFlatten:
+		return "flattening ([]) is"
+	case jmespath.ASTSlice:
+		return "slices ([a:b]) are"
+	case jmespath.ASTMultiSelectList, jmespath.ASTMultiSelectHash:
+		return "multi-select lists and hashes ([a, b], {k: a}) are"
+	case jmespath.ASTExpRef:
+		return "expression references (&expr) are"
+	case jmespath.ASTFunctionExpression:
+		return "a function call is"
+	}
+	return strings.TrimPrefix(n.NodeType.String(), "AST") + " is"
+}
+
+// field is cur.name.
+func (c *lowering) field(cur value, name string) (value, error) {
+	switch cur.virt {
+	case vRoot:
+		return c.root(name)
+	case vRequest:
+		switch name {
+		case "object":
+			v := found(object, tMap, true)
+			v.sh = c.sc.Object
+			return v, nil
+		case "oldObject":
+			// Null on CREATE, in CEL and in Kyverno's context.
+			v := found(cel.Ident("oldObject"), tMap|tNull, true)
+			v.sh = c.sc.Object
+			return v, nil
+		case "operation":
+			return found(cel.Field(request, name), tStr, true), nil
+		case "namespace", "name":
+			// Kyverno's context omits them when empty (a cluster-scoped object; a name yet to be
+			// generated).
+			v := found(cel.Field(request, name), tStr, true)
+			v.missing, v.st = true, tStr|tNull
+			v.soft = cel.Cond(cel.Bin("!=", v.e, cel.Str("")), dyn(v.e), cel.Null())
+			return v, nil
+		case "userInfo":
+			return value{virt: vUserInfo, e: cel.Field(request, name)}, nil
+		case "kind":
+			return value{virt: vKind, e: cel.Field(request, name)}, nil
+		}
+		return value{}, c.refuse("request.%s is not supported yet; supported: %s", name, supportedRoots)
+	case vUserInfo:
+		var v value
+		switch name {
+		case "username", "uid":
+			e := cel.Field(cur.e, name)
+			v = found(e, tStr, true)
+			v.soft = cel.Cond(cel.Bin("!=", e, cel.Str("")), dyn(e), cel.Null())
+		case "groups":
+			e := cel.Field(cur.e, name)
+			v = found(e, tList, true)
+			v.soft = cel.Cond(cel.Bin(">", cel.Call("size", e), cel.Int(0)), dyn(e), cel.Null())
+		default:
+			return value{}, c.refuse("request.userInfo.%s is not supported yet", name)
+		}
+		// Kyverno's context omits them when empty.
+		v.missing, v.st = true, v.t|tNull
+		return v, nil
+	case vKind:
+		switch name {
+		case "group", "version", "kind":
+			return found(cel.Field(cur.e, name), tStr, true), nil
+		}
+		return value{}, c.refuse("request.kind.%s is not supported", name)
+	}
+	return c.step(cur, name), nil
+}
+
+// root is a name at the top of Kyverno's context.
+func (c *lowering) root(name string) (value, error) {
+	nth := func(prefix string) (int, bool) {
+		if name == prefix {
+			return -1, true
+		}
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok || !isDigits(rest) {
+			return 0, false
+		}
+		n, err := strconv.Atoi(rest)
+		return n, err == nil
+	}
+	if name == "request" {
+		return value{virt: vRequest}, nil
+	}
+	if n, ok := nth("elementIndex"); ok {
+		if n < 0 {
+			n = len(c.sc.Indexes) - 1
+		}
+		if n < 0 || n >= len(c.sc.Indexes) {
+			return value{}, fmt.Errorf("the variable {{%s}} is outside a foreach loop of that depth", c.src)
+		}
+		return found(c.sc.Indexes[n], tInt, true), nil
+	}
+	if n, ok := nth("element"); ok {
+		if n < 0 {
+			n = len(c.sc.Elements) - 1
+		}
+		if n < 0 || n >= len(c.sc.Elements) {
+			return value{}, fmt.Errorf("the variable {{%s}} is outside a foreach loop of that depth", c.src)
+		}
+		var sh Shape
+		if n < len(c.sc.ElementShapes) {
+			sh = c.sc.ElementShapes[n]
+		}
+		// Kyverno skips null elements.
+		v := found(c.sc.Elements[n], sh.types()&^tNull, true)
+		v.sh = sh
+		return v, nil
+	}
+	return value{}, c.refuse("%s is not supported yet; supported: %s", name, supportedRoots)
+}
+
+// step is the field name of b (a value): b[name] where b is an object, null elsewhere; missing
+// where b is an object without it.
+func (c *lowering) step(b value, name string) value {
+	key := cel.Str(name)
+	sh := b.sh.field(name)
+	t := sh.types()
+	out := value{sh: sh, missing: b.missing || b.t&tMap != 0}
+	switch {
+	case b.t == tMap:
+		out.e, out.t, out.simple = cel.Index(b.e, key), t, b.simple
+	case b.t.only(tMap | tNull):
+		out.e = c.bind(b.e, b.simple, func(x cel.Expr) cel.Expr {
+			return cel.Cond(cel.Bin("==", x, cel.Null()), cel.Null(), dyn(cel.Index(dyn(x), key)))
+		})
+		out.t = t | tNull
+	default:
+		out.e = c.bind(b.e, b.simple, func(x cel.Expr) cel.Expr {
+			return cel.Cond(isType(x, "map"), dyn(cel.Index(dyn(x), key)), cel.Null())
+		})
+		out.t = t | tNull
+	}
+	if b.t&tMap == 0 {
+		out.t = tNull
+	}
+	if !out.missing {
+		out.soft, out.st = out.e, out.t
+		return out
+	}
+	out.st = out.t | tNull
+	switch {
+	case b.softErr != nil:
+		out.softErr = b.softErr
+	case b.t == tMap && (b.opt != nil || !b.missing):
+		base := b.opt
+		if base == nil {
+			base = b.e
+		}
+		out.opt = cel.OptIndex(base, key)
+		out.soft = dyn(cel.Method(out.opt, "orValue", cel.Null()))
+	case b.st.only(tMap | tNull):
+		out.soft = c.bind(b.soft, b.simple && !b.missing, func(x cel.Expr) cel.Expr {
+			return cel.Cond(cel.Bin("==", x, cel.Null()), cel.Null(), dyn(cel.Method(cel.OptIndex(dyn(x), key), "orValue", cel.Null())))
+		})
+	default:
+		out.soft = c.bind(b.soft, b.simple && !b.missing, func(x cel.Expr) cel.Expr {
+			return cel.Cond(isType(x, "map"), dyn(cel.Method(cel.OptIndex(dyn(x), key), "orValue", cel.Null())), cel.Null())
+		})
+	}
+	return out
+}
+
+// index is b[i]: the item of an array (counted from the end when i < 0), null outside it and
+// for anything but an array.
+func (c *lowering) index(b value, i int) value {
+	sh := b.sh.item()
+	t := sh.types() | tNull
+	at := func(x cel.Expr, t types) cel.Expr {
+		if t != tList {
+			x = dyn(x)
+		}
+		n := cel.Call("size", x)
+		var e cel.Expr
+		if i >= 0 {
+			e = cel.Cond(cel.Bin(">", n, cel.Int(int64(i))), dyn(cel.Index(x, cel.Int(int64(i)))), cel.Null())
+		} else {
+			e = cel.Cond(cel.Bin(">=", n, cel.Int(int64(-i))), dyn(cel.Index(x, cel.Bin("-", n, cel.Int(int64(-i))))), cel.Null())
+		}
+		if t == tList {
+			return e
+		}
+		return cel.Cond(isType(x, "list"), e, cel.Null())
+	}
+	out := value{sh: sh, t: t, missing: b.missing}
+	out.e = c.bind(b.e, b.simple, func(x cel.Expr) cel.Expr { return at(x, b.t) })
+	if !b.missing {
+		out.soft, out.st = out.e, t
+		return out
+	}
+	out.st = t
+	if b.softErr != nil {
+		out.softErr = b.softErr
+		return out
+	}
+	out.soft = c.bind(b.soft, false, func(x cel.Expr) cel.Expr { return at(x, b.st) })
+	return out
+}
+
+// literal is a JMESPath literal: a raw string ('...') or JSON (`...`).
+func literal(v any) (value, error) {
+	e, err := cel.Value(v)
+	if err != nil {
+		return value{}, err
+	}
+	out := found(e, typeOf(v), true)
+	_, out.jnum = v.(float64)
+	return out, nil
+}
+
+// typeOf is the type of a JSON value as JMESPath decoded it.
+func typeOf(v any) types {
+	switch x := v.(type) {
+	case nil:
+		return tNull
+	case bool:
+		return tBool
+	case string:
+		return tStr
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return tInt
+		}
+		return tDouble
+	case []any:
+		return tList
+	case map[string]any:
+		return tMap
+	}
+	return tAny
+}
+
+// compare is a comparison. Kyverno's == is Go's reflect.DeepEqual on the values, which tells an
+// int64 from a float64 (the object's numbers reach it as either); so == and != are lowered when
+// one side cannot be a number or hold one, and <, <=, >, >= (numbers only, as float64) not at all.
+func (c *lowering) compare(n jmespath.ASTNode, cur value) (value, error) {
+	op := fmt.Sprint(n.Value)
+	if op != "tEQ" && op != "tNE" {
+		return value{}, c.refuse("the comparisons <, <=, > and >= are not supported: Kyverno compares numbers only when both are float64, and the object's numbers reach it as int64 or float64 depending on the rule")
+	}
+	l, err := c.operand(n.Children[0], cur)
+	if err != nil {
+		return value{}, err
+	}
+	r, err := c.operand(n.Children[1], cur)
+	if err != nil {
+		return value{}, err
+	}
+	scalar := tNull | tBool | tStr
+	if !l.t.only(scalar) && !r.t.only(scalar) {
+		return value{}, c.refuse("== and != are supported when one side is a string, a boolean or null: Kyverno compares numbers by their Go type (int64 or float64), which depends on the rule")
+	}
+	cmp := "=="
+	if op == "tNE" {
+		cmp = "!="
+	}
+	return found(cel.Bin(cmp, dyn(l.e), dyn(r.e)), tBool, false), nil
+}
+
+// truthy is JMESPath's truth of x (a value of types t, cheap to repeat): false, null, "", [] and
+// {} are false.
+func truthy(x cel.Expr, t types) cel.Expr {
+	switch t {
+	case tBool:
+		return x
+	case tStr:
+		return cel.Bin("!=", x, cel.Str(""))
+	case tList, tMap:
+		return cel.Bin(">", cel.Call("size", x), cel.Int(0))
+	case tNull:
+		return cel.Bin("!=", x, cel.Null())
+	}
+	d := dyn(x)
+	var falsy []cel.Expr
+	if t&tNull != 0 {
+		falsy = append(falsy, cel.Bin("==", d, cel.Null()))
+	}
+	if t&tBool != 0 {
+		falsy = append(falsy, cel.Bin("==", d, cel.False))
+	}
+	if t&tStr != 0 {
+		falsy = append(falsy, cel.Bin("==", d, cel.Str("")))
+	}
+	if t&tList != 0 {
+		falsy = append(falsy, cel.Bin("==", d, cel.List()))
+	}
+	if t&tMap != 0 {
+		falsy = append(falsy, cel.Bin("==", d, cel.Map(nil, nil)))
+	}
+	if len(falsy) == 0 { // numbers are true; x is still evaluated
+		return cel.Bin("!=", d, cel.Null())
+	}
+	return cel.Not(cel.Or(falsy...))
+}
+
+// isType is type(x) == name.
+func isType(x cel.Expr, name string) cel.Expr {
+	return cel.Bin("==", cel.Call("type", x), cel.Ident(name))
+}
+
+// dyn is dyn(x), for operands whose static CEL types may differ.
+func dyn(x cel.Expr) cel.Expr {
+	if _, fn, _, ok := cel.AsCall(x); ok && fn == "dyn" {
+		return x
+	}
+	if x == cel.Null() {
+		return x
+	}
+	return cel.Call("dyn", x)
+}
+
+// typeNames lists the types of t, for messages.
+func typeNames(t types) string {
+	var out []string
+	for _, x := range []struct {
+		t    types
+		name string
+	}{{tNull, "null"}, {tBool, "a boolean"}, {tInt, "an integer"}, {tDouble, "a number with a fraction"}, {tStr, "a string"}, {tList, "an array"}, {tMap, "an object"}} {
+		if t&x.t != 0 {
+			out = append(out, x.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}

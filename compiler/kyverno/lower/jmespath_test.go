@@ -1,0 +1,103 @@
+package lower
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/mapc-dev/mapc/cel"
+)
+
+// TestVariable lowers variables for Pods, in a foreach over their containers: each either
+// lowers to an expression the API server's CEL compiles, with the types Kyverno's value can have,
+// or is refused with a message naming what is not supported. (What the expressions compute is
+// checked against Kyverno's engine by the golden cases variables-*.)
+func TestVariable(t *testing.T) {
+	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
+	sc := Scope{Elements: []cel.Expr{cel.Ident("e")}, Indexes: []cel.Expr{cel.Ident("i")}, Object: pod,
+		ElementShapes: []Shape{pod.field("spec").field("containers").item()}}
+	env := cel.NewEnv(version.MajorMinor(1, 37))
+	for _, tc := range []struct {
+		v       string
+		want    string // the printed expression, or "" to only check it compiles
+		types   types
+		missing bool
+		err     string // a refusal's message contains this
+	}{
+		// Paths through objects the schema knows stay plain indexing.
+		{v: "request.object.metadata.labels.app", want: `object["metadata"]["labels"]["app"]`, types: tStr, missing: true},
+		{v: `request.object.metadata.labels."app.kubernetes.io/name"`, want: `object["metadata"]["labels"]["app.kubernetes.io/name"]`, types: tStr, missing: true},
+		{v: "element.name", want: `e["name"]`, types: tStr, missing: true},
+		{v: "elementIndex", want: "i", types: tInt},
+		{v: "request.operation", want: "request.operation", types: tStr},
+		{v: "request.namespace", want: "request.namespace", types: tStr, missing: true},
+		// An index is null past the end; the fields of null are null.
+		{v: "request.object.spec.containers[0].image", types: tStr | tNull, missing: true},
+		{v: "request.object.spec.containers[-1]", types: tMap | tNull, missing: true},
+		// A field of a list is null.
+		{v: "request.object.spec.containers.name", types: tNull, missing: true},
+		{v: "request.oldObject.metadata.name", types: tStr | tNull, missing: true},
+		{v: "request.userInfo.username", want: "request.userInfo.username", types: tStr, missing: true},
+		{v: "request.kind.kind", want: "request.kind.kind", types: tStr},
+		// Literals and operators.
+		{v: "'raw'", want: `"raw"`, types: tStr},
+		{v: "`{\"a\": [1, \"b\"]}`", want: `{"a": dyn([dyn(1), dyn("b")])}`, types: tMap},
+		{v: "`1.5`", want: "1.5", types: tDouble},
+		{v: "request.object.metadata.labels.app || 'none'", types: tStr},
+		{v: "request.object.metadata.labels.app || `null`", types: tStr | tNull},
+		{v: "request.object.spec.containers[3] || `[]`", types: tMap | tList},
+		{v: "request.object.metadata.labels.a && request.object.metadata.labels.b", types: tStr | tNull, missing: true},
+		{v: "!(request.object.metadata.labels.a)", types: tBool},
+		{v: "request.object.metadata.labels.a == 'x'", types: tBool},
+		{v: "request.object.metadata.labels.a != `null`", types: tBool},
+		{v: "request.object.metadata | labels.app", types: tStr | tNull},
+		{v: "request.namespace || request.name || 'none'", types: tStr},
+		// Refusals.
+		{v: "request.object.spec.containers[*].name", err: "projections ([*], *) are not supported yet"},
+		{v: "request.object.spec.containers[?name=='a']", err: "filters ([?...]) are not supported yet"},
+		{v: "request.object.spec.containers[0:1]", err: "are not supported yet"},
+		{v: "request.object.spec.replicas > `1`", err: "the comparisons <, <=, > and >= are not supported"},
+		{v: "request.object.spec.replicas == `1`", err: "== and != are supported when one side is a string"},
+		{v: "request.uid", err: "request.uid is not supported yet"},
+		{v: "images.containers", err: "images is not supported yet"},
+		{v: "element1.name", err: "outside a foreach loop of that depth"},
+		{v: "@", err: "{{@}}"},
+		{v: "- request.object.metadata.name", err: "shallow substitution"},
+		{v: "request.object.metadata.name ||", err: "not JMESPath Kyverno can read"},
+		{v: "!request.object.metadata.name", err: "request is not a value"},
+		{v: "request.userInfo", err: "request.userInfo is not supported as a value"},
+		{v: "request.userInfo.extra", err: "request.userInfo.extra is not supported yet"},
+		{v: "no_such_function(request.object.metadata.name)", err: "the JMESPath function no_such_function is not supported yet"},
+	} {
+		t.Run(tc.v, func(t *testing.T) {
+			v, err := variable(tc.v, sc)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.t != tc.types || v.missing != tc.missing {
+				t.Errorf("types %s (missing %v), want %s (missing %v)", typeNames(v.t), v.missing, typeNames(tc.types), tc.missing)
+			}
+			if tc.want != "" {
+				if got, err := env.Print(v.e); err != nil || got != tc.want {
+					t.Errorf("got %s (%v), want %s", got, err, tc.want)
+				}
+			}
+			for _, e := range []cel.Expr{v.e, v.soft} {
+				if e == nil {
+					continue
+				}
+				c := cel.Bin("==", cel.Call("dyn", e), cel.Null())
+				if err := env.CheckConditionExpr(cel.Let("e", cel.Index(cel.Index(object, cel.Str("spec")), cel.Str("containers")), cel.Let("i", cel.Int(0), c))); err != nil {
+					t.Errorf("the API server rejects %s: %v", cel.String(e), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package lower
+
+import (
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// types is a set of JSON types: those a value can have when the rule runs.
+type types uint8
+
+const (
+	tNull   types = 1 << iota
+	tBool         // true, false
+	tInt          // an integral number (a CEL int)
+	tDouble       // a number that may not be integral (a CEL double)
+	tStr          // a string
+	tList         // an array
+	tMap          // an object
+	tAny    = tNull | tBool | tInt | tDouble | tStr | tList | tMap
+)
+
+// only reports whether every type of t is one of u.
+func (t types) only(u types) bool { return t&^u == 0 }
+
+// Shape is what the Kubernetes schema of the kinds a rule applies to says of one place in their
+// objects: the JSON types a value there has. Kyverno's variables read objects as the API server
+// sends them, and the API server keeps built-in objects to their schema: a field the schema
+// types as an object holds an object (or is absent), never a string or null. The lowering reads
+// a path's steps without run-time type tests where the shape says so, and with them elsewhere.
+// The zero Shape knows nothing (every type possible).
+type Shape struct {
+	at []*openapi.ResourceSchema // one per kind; empty: unknown
+}
+
+// ObjectShape is the shape of the objects of the kinds (group, version, kind each), from kyaml's
+// embedded Kubernetes schema, the one Kyverno's strategic merge reads. A kind it does not know
+// (a custom resource) makes the shape unknown.
+func ObjectShape(kinds ...Kind) Shape {
+	var s Shape
+	for _, k := range kinds {
+		apiVersion := k.Version
+		if k.Group != "" {
+			apiVersion = k.Group + "/" + k.Version
+		}
+		rs := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: k.Kind})
+		if rs == nil || rs.Schema == nil {
+			return Shape{}
+		}
+		s.at = append(s.at, rs)
+	}
+	return s
+}
+
+// shapeOf is the shape of one schema (nil: unknown).
+func shapeOf(rs *openapi.ResourceSchema) Shape {
+	if rs == nil || rs.Schema == nil {
+		return Shape{}
+	}
+	return Shape{at: []*openapi.ResourceSchema{rs}}
+}
+
+// types is the union of the types the schemas allow here.
+func (s Shape) types() types {
+	if len(s.at) == 0 {
+		return tAny
+	}
+	var t types
+	for _, rs := range s.at {
+		t |= schemaTypes(rs)
+	}
+	return t
+}
+
+func schemaTypes(rs *openapi.ResourceSchema) types {
+	sc := rs.Schema
+	if v, ok := sc.Extensions["x-kubernetes-int-or-string"]; ok && v == true {
+		return tInt | tStr
+	}
+	if len(sc.Type) != 1 {
+		return tAny
+	}
+	switch sc.Type[0] {
+	case "object":
+		if v, ok := sc.Extensions["x-kubernetes-preserve-unknown-fields"]; ok && v == true {
+			return tAny
+		}
+		return tMap
+	case "array":
+		return tList
+	case "string":
+		if sc.Format == "int-or-string" {
+			return tInt | tStr
+		}
+		return tStr
+	case "integer":
+		return tInt
+	case "number":
+		return tInt | tDouble
+	case "boolean":
+		return tBool
+	}
+	return tAny
+}
+
+// field is the shape of the field name of an object here.
+func (s Shape) field(name string) Shape {
+	var out Shape
+	for _, rs := range s.at {
+		f := rs.Field(name)
+		if f == nil || f.Schema == nil {
+			return Shape{}
+		}
+		out.at = append(out.at, f)
+	}
+	return out
+}
+
+// item is the shape of the items of an array here.
+func (s Shape) item() Shape {
+	var out Shape
+	for _, rs := range s.at {
+		if schemaTypes(rs) != tList {
+			return Shape{}
+		}
+		e := rs.Elements()
+		if e == nil || e.Schema == nil {
+			return Shape{}
+		}
+		out.at = append(out.at, e)
+	}
+	return out
+}

@@ -1,33 +1,111 @@
 package lower
 
 import (
+	"fmt"
 	"maps"
+	"math"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	jmespath "github.com/kyverno/go-jmespath"
+
+	"github.com/mapc-dev/mapc/cel"
 )
 
-// function lowers one JMESPath function: its arguments are the values Kyverno passes it (a
-// missing one null), and the CEL must fail where Kyverno's function fails (an argument of the
-// wrong type fails the rule).
+// function lowers one JMESPath function (Kyverno's, pkg/engine/jmespath/functions.go, or the
+// library's standard ones): its arguments are the values Kyverno passes it (a missing one null),
+// and its CEL fails where Kyverno's function fails (an argument of the wrong type fails the rule).
 type function struct {
-	args  int // how many arguments
-	lower func(c *lowering, args []value) (value, error)
+	args  int // how many arguments (a negative n: at least -n)
+	lower func(c *lowering, name string, args []value) (value, error)
 }
 
-// functions are the JMESPath functions lowered to CEL, by name.
-var functions = map[string]function{}
+// functions are the JMESPath functions lowered to CEL, by name. Each is exact for the argument
+// types it accepts; others it refuses, saying why.
+var functions = map[string]function{
+	"to_string":     {1, toString},
+	"length":        {1, length},
+	"to_upper":      {1, caseMap(strings.ToUpper, "upperAscii")},
+	"to_lower":      {1, caseMap(strings.ToLower, "lowerAscii")},
+	"split":         {2, splitString},
+	"join":          {2, joinStrings},
+	"replace_all":   {3, replaceAll},
+	"replace":       {4, replaceN},
+	"trim":          {2, trim},
+	"trim_prefix":   {2, trimPrefix},
+	"truncate":      {2, truncate},
+	"starts_with":   {2, stringTest("startsWith")},
+	"ends_with":     {2, stringTest("endsWith")},
+	"contains":      {2, contains},
+	"compare":       {2, compare},
+	"to_boolean":    {1, toBoolean},
+	"regex_match":   {2, regexMatch},
+	"pattern_match": {2, patternMatch},
+	"not_null":      {-1, notNull},
+	"to_array":      {1, toArray},
+	"lookup":        {2, lookup},
+}
+
+// notLowered says why a function of Kyverno's JMESPath is not lowered.
+var notLowered = map[string]string{
+	"equal_fold":                "Go's Unicode case folding has no counterpart in the API server's CEL (lowerAscii folds ASCII letters only)",
+	"regex_replace_all":         "the API server's CEL has no regular-expression replacement",
+	"regex_replace_all_literal": "the API server's CEL has no regular-expression replacement",
+	"base64_decode":             "the API server's CEL has no base64",
+	"base64_encode":             "the API server's CEL has no base64",
+	"sha256":                    "the API server's CEL has no hash functions",
+	"sha1":                      "the API server's CEL has no hash functions",
+	"md5":                       "the API server's CEL has no hash functions",
+	"x509_decode":               "the API server's CEL cannot decode certificates",
+	"parse_json":                "the API server's CEL cannot parse JSON",
+	"parse_yaml":                "the API server's CEL cannot parse YAML",
+	"path_canonicalize":         "the API server's CEL has no counterpart of Go's filepath.Clean",
+	"image_normalize":           "it applies Kyverno's configured default registry",
+	"is_external_url":           "it resolves host names",
+	"semver_compare":            "Kyverno's semantic version ranges have no counterpart in the API server's CEL",
+	"random":                    "its result is random",
+	"time_now":                  "its result depends on when the rule runs",
+	"time_now_utc":              "its result depends on when the rule runs",
+	"time_since":                "its result depends on when the rule runs",
+	"keys":                      "Kyverno's result follows Go's random map order",
+	"values":                    "Kyverno's result follows Go's random map order",
+	"map":                       "expression references (&expr) are not supported yet",
+	"max_by":                    "expression references (&expr) are not supported yet",
+	"min_by":                    "expression references (&expr) are not supported yet",
+	"sort_by":                   "expression references (&expr) are not supported yet",
+}
+
+// numeric are the functions on numbers: not lowered, since the object's numbers reach Kyverno's
+// functions as float64 or int64 depending on the rule (decoded from the request, or from the
+// previous rule's result), and the functions accept only float64 (the arithmetic ones quantities
+// and durations too).
+var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
+
+// kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
+var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_lists", "reverse", "sort", "type",
+	"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	name, _ := n.Value.(string)
 	f, ok := functions[name]
 	if !ok {
-		return value{}, c.refuse("the JMESPath function %s is not supported yet: %s", name, supportedFunctions())
+		why := notLowered[name]
+		switch {
+		case why != "":
+		case slices.Contains(numeric, name):
+			why = "the object's numbers reach Kyverno's functions as float64 or int64 depending on the rule, and its functions accept float64 only"
+		case slices.Contains(kyvernoFunctions, name):
+			why = "not lowered to CEL yet"
+		default:
+			return value{}, c.refuse("%s is not a function of Kyverno's JMESPath: Kyverno fails the rule (%s)", name, supportedFunctions())
+		}
+		return value{}, c.refuse("the JMESPath function %s is not supported: %s (%s)", name, why, supportedFunctions())
 	}
-	if len(n.Children) != f.args {
-		return value{}, c.refuse("%s takes %d arguments, not %d: Kyverno fails the rule", name, f.args, len(n.Children))
+	if f.args >= 0 && len(n.Children) != f.args || f.args < 0 && len(n.Children) < -f.args {
+		return value{}, c.refuse("%s takes %s, not %d: Kyverno fails the rule", name, plural(f.args), len(n.Children))
 	}
 	args := make([]value, len(n.Children))
 	for i, a := range n.Children {
@@ -37,13 +115,398 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		args[i] = v
 	}
-	return f.lower(c, args)
+	return f.lower(c, name, args)
+}
+
+func plural(n int) string {
+	switch {
+	case n == 1:
+		return "1 argument"
+	case n < 0:
+		return fmt.Sprintf("at least %d arguments", -n)
+	}
+	return fmt.Sprintf("%d arguments", n)
 }
 
 // supportedFunctions says which functions are lowered.
 func supportedFunctions() string {
-	if len(functions) == 0 {
-		return "no function is lowered to CEL so far"
-	}
 	return "supported: " + strings.Join(slices.Sorted(maps.Keys(functions)), ", ")
+}
+
+// fail is an expression whose evaluation fails, saying why.
+func fail(why string) cel.Expr {
+	return cel.Index(cel.Map(nil, nil), cel.Str(why))
+}
+
+// strings is body where every x of xs is a string (of types ts), else a failure: Kyverno's
+// functions fail on an argument of another type.
+func stringsOnly(name string, body cel.Expr, args ...value) cel.Expr {
+	var tests []cel.Expr
+	for _, a := range args {
+		if !a.t.only(tStr) {
+			tests = append(tests, isType(a.e, "string"))
+		}
+	}
+	if len(tests) == 0 {
+		return body
+	}
+	return cel.Cond(cel.And(tests...), body, fail(name+": an argument is not a string: Kyverno fails the rule"))
+}
+
+// bindAll gives body the values of args, each evaluated once.
+func (c *lowering) bindAll(args []value, body func([]value) cel.Expr) cel.Expr {
+	var rec func(i int, bound []value) cel.Expr
+	rec = func(i int, bound []value) cel.Expr {
+		if i == len(args) {
+			return body(bound)
+		}
+		a := args[i]
+		return c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+			b := a
+			b.e, b.simple = x, true
+			return rec(i+1, append(bound, b))
+		})
+	}
+	return rec(0, nil)
+}
+
+// stringLiteral is the value of a string literal argument.
+func stringLiteral(a value) (string, bool) {
+	if !a.simple {
+		return "", false
+	}
+	return cel.StrValue(a.e)
+}
+
+// numberLiteral is the value of a number literal argument (a float64 in Kyverno).
+func numberLiteral(a value) (float64, bool) {
+	if !a.jnum || !cel.IsLiteral(a.e) {
+		return 0, false
+	}
+	var f float64
+	_, err := fmt.Sscan(cel.String(a.e), &f)
+	return f, err == nil
+}
+
+// toString is to_string: a string as it is, anything else as Go's JSON.
+func toString(c *lowering, name string, args []value) (value, error) {
+	a := args[0]
+	if !a.t.only(tNull | tBool | tInt | tStr) {
+		return value{}, c.refuse("to_string of a value that can be %s: Kyverno writes a list, an object or a number with a fraction as Go's JSON, which CEL cannot reproduce; not supported", typeNames(a.t))
+	}
+	if a.t.only(tStr) {
+		return a, nil
+	}
+	v := found(jsonText(a), tStr, false)
+	v.ascii = a.t&tStr == 0 || a.ascii
+	return v, nil
+}
+
+// length is length: the characters of a string, the items of an array, the fields of an object.
+func length(c *lowering, name string, args []value) (value, error) {
+	v := found(cel.Call("size", dyn(args[0].e)), tInt, false)
+	v.jnum = true
+	return v, nil
+}
+
+// caseMap is to_upper or to_lower: Go's strings.ToUpper maps every Unicode letter, CEL's
+// upperAscii only ASCII ones. A table of the 1,400 others in every expression would exceed
+// CEL's limit on an expression's length; so the argument must be ASCII: a literal (mapped here)
+// or request.operation, request.kind.
+func caseMap(goMap func(string) string, method string) func(c *lowering, name string, args []value) (value, error) {
+	return func(c *lowering, name string, args []value) (value, error) {
+		a := args[0]
+		if s, ok := stringLiteral(a); ok {
+			v := found(cel.Str(goMap(s)), tStr, true)
+			v.ascii = a.ascii
+			return v, nil
+		}
+		if !a.ascii {
+			return value{}, c.refuse("%s of a value that can hold letters outside ASCII is not supported: Kyverno maps every Unicode letter, the API server's CEL (%s) only ASCII ones", name, method)
+		}
+		e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+			b := a
+			b.e = x
+			return stringsOnly(name, cel.Method(dyn(x), method), b)
+		})
+		v := found(e, tStr, false)
+		v.ascii = true
+		return v, nil
+	}
+}
+
+// splitString is split: Go's strings.Split, as CEL's split.
+func splitString(c *lowering, name string, args []value) (value, error) {
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		return stringsOnly(name, cel.Method(dyn(a[0].e), "split", arg(a[1].e)), a...)
+	})
+	v := found(e, tList, false)
+	v.items = tStr
+	return v, nil
+}
+
+// joinStrings is join: the separator, and an array of strings.
+func joinStrings(c *lowering, name string, args []value) (value, error) {
+	sep, list := args[0], args[1]
+	// CEL's join fails on an item that is not a string, as Kyverno does.
+	e := c.bind(sep.e, sep.simple, func(s cel.Expr) cel.Expr {
+		sv := sep
+		sv.e = s
+		return stringsOnly(name, cel.Method(dyn(list.e), "join", arg(s)), sv)
+	})
+	return found(e, tStr, false), nil
+}
+
+// replaceAll is replace_all: Go's strings.ReplaceAll, as CEL's replace.
+func replaceAll(c *lowering, name string, args []value) (value, error) {
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		return stringsOnly(name, cel.Method(dyn(a[0].e), "replace", arg(a[1].e), arg(a[2].e)), a...)
+	})
+	return found(e, tStr, false), nil
+}
+
+// replaceN is replace: Go's strings.Replace with a count, which must be a number literal (Kyverno
+// takes a float64 only).
+func replaceN(c *lowering, name string, args []value) (value, error) {
+	n, ok := numberLiteral(args[3])
+	if !ok {
+		return value{}, c.refuse("replace's count must be a number literal (`1`): Kyverno takes a float64 only, and the object's numbers reach it as int64 or float64")
+	}
+	if math.Abs(n) >= 1<<31 {
+		return value{}, c.refuse("replace's count %v is out of range", n)
+	}
+	e := c.bindAll(args[:3], func(a []value) cel.Expr {
+		return stringsOnly(name, cel.Method(dyn(a[0].e), "replace", arg(a[1].e), arg(a[2].e), cel.Int(int64(n))), a...)
+	})
+	return found(e, tStr, false), nil
+}
+
+// trim is trim: Go's strings.Trim, which removes the characters of a cutset (a string literal)
+// from both ends: CEL's find of the text from the first character outside the set to the last.
+func trim(c *lowering, name string, args []value) (value, error) {
+	set, ok := stringLiteral(args[1])
+	if !ok {
+		return value{}, c.refuse("trim's cutset must be a string literal ('...')")
+	}
+	s := args[0]
+	if set == "" {
+		// strings.Trim gives s itself.
+		return found(stringsOnly(name, dyn(s.e), s), tStr, false), nil
+	}
+	var class strings.Builder
+	for _, r := range set {
+		fmt.Fprintf(&class, `\x{%x}`, r)
+	}
+	re := fmt.Sprintf(`(?s)[^%s](?:.*[^%s])?`, class.String(), class.String())
+	e := c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
+		sv := s
+		sv.e = x
+		return stringsOnly(name, cel.Method(dyn(x), "find", cel.Str(re)), sv)
+	})
+	return found(e, tStr, false), nil
+}
+
+// trimPrefix is trim_prefix: Go's strings.TrimPrefix.
+func trimPrefix(c *lowering, name string, args []value) (value, error) {
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		s, p := dyn(a[0].e), arg(a[1].e)
+		return stringsOnly(name, cel.Cond(cel.Method(s, "startsWith", p), cel.Method(s, "substring", cel.Call("size", p)), s), a...)
+	})
+	return found(e, tStr, false), nil
+}
+
+// truncate is truncate: the first n characters (n a number literal, Kyverno takes a float64
+// only; a negative n is 0).
+func truncate(c *lowering, name string, args []value) (value, error) {
+	f, ok := numberLiteral(args[1])
+	if !ok {
+		return value{}, c.refuse("truncate's length must be a number literal (`63`): Kyverno takes a float64 only, and the object's numbers reach it as int64 or float64")
+	}
+	if math.Abs(f) >= 1<<31 {
+		return value{}, c.refuse("truncate's length %v is out of range", f)
+	}
+	n := max(int64(f), 0)
+	s := args[0]
+	e := c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
+		sv := s
+		sv.e = x
+		size := cel.Call("size", dyn(x))
+		end := cel.Cond(cel.Bin(">", size, cel.Int(n)), cel.Int(n), size)
+		return stringsOnly(name, cel.Method(dyn(x), "substring", cel.Int(0), end), sv)
+	})
+	v := found(e, tStr, false)
+	v.ascii = s.ascii
+	return v, nil
+}
+
+// stringTest is starts_with or ends_with, as CEL's startsWith and endsWith.
+func stringTest(method string) func(c *lowering, name string, args []value) (value, error) {
+	return func(c *lowering, name string, args []value) (value, error) {
+		e := c.bindAll(args, func(a []value) cel.Expr {
+			return stringsOnly(name, cel.Method(dyn(a[0].e), method, arg(a[1].e)), a...)
+		})
+		return found(e, tBool, false), nil
+	}
+}
+
+// contains is contains: a substring of a string (false for a search that is not a string), or an
+// item of an array by Go's ==, which tells an int64 from a float64 (and panics on two lists or
+// objects): so the search must be a string, a boolean or null.
+func contains(c *lowering, name string, args []value) (value, error) {
+	if !args[1].t.only(tNull | tBool | tStr) {
+		return value{}, c.refuse("contains is supported when what it looks for is a string, a boolean or null: Kyverno compares numbers by their Go type (int64 or float64), which depends on the rule")
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		in, x := a[0].e, cel.Call("dyn", a[1].e)
+		str := cel.Cond(isType(x, "string"), cel.Method(dyn(in), "contains", x), cel.False)
+		return cel.Cond(isType(in, "list"), cel.Bin("in", x, dyn(in)),
+			cel.Cond(isType(in, "string"), str, fail(name+": not a string or an array: Kyverno fails the rule")))
+	})
+	return found(e, tBool, false), nil
+}
+
+// compare is compare: Go's strings.Compare (-1, 0, 1).
+func compare(c *lowering, name string, args []value) (value, error) {
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		x, y := dyn(a[0].e), dyn(a[1].e)
+		return stringsOnly(name, cel.Cond(cel.Bin("<", x, y), cel.Int(-1), cel.Cond(cel.Bin("==", x, y), cel.Int(0), cel.Int(1))), a...)
+	})
+	return found(e, tInt, false), nil
+}
+
+// toBoolean is to_boolean: "true" or "false" in any case (Go's strings.ToLower maps no letter
+// outside ASCII to one of theirs), anything else fails.
+func toBoolean(c *lowering, name string, args []value) (value, error) {
+	s := args[0]
+	e := c.bind(cel.Method(dyn(s.e), "lowerAscii"), false, func(x cel.Expr) cel.Expr {
+		return cel.Cond(cel.Bin("==", x, cel.Str("true")), cel.True,
+			cel.Cond(cel.Bin("==", x, cel.Str("false")), cel.False, fail(name+": neither true nor false: Kyverno fails the rule")))
+	})
+	return found(e, tBool, false), nil
+}
+
+// textOnly refuses a value Kyverno's regex_match and pattern_match read as text although CEL
+// cannot: a boolean, a number (Go's 32-bit float formatting of a float64; an int64 fails).
+func textOnly(c *lowering, name string, a value) error {
+	if !a.t.only(tNull | tStr | tList | tMap) {
+		return c.refuse("%s of a value that can be %s is not supported: Kyverno matches a boolean or a float64 as text (an int64 fails), CEL cannot", name, typeNames(a.t))
+	}
+	return nil
+}
+
+// regexMatch is regex_match: Go's regexp, as CEL's matches.
+func regexMatch(c *lowering, name string, args []value) (value, error) {
+	if err := textOnly(c, name, args[1]); err != nil {
+		return value{}, err
+	}
+	if re, ok := stringLiteral(args[0]); ok {
+		if _, err := regexp.Compile(re); err != nil {
+			return value{}, c.refuse("%s: the regular expression %q does not compile (%v): Kyverno fails the rule", name, re, err)
+		}
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		return stringsOnly(name, cel.Method(dyn(a[1].e), "matches", arg(a[0].e)), a...)
+	})
+	return found(e, tBool, false), nil
+}
+
+// patternMatch is pattern_match: Kyverno's wildcards (* and ?), with a pattern literal.
+func patternMatch(c *lowering, name string, args []value) (value, error) {
+	p, ok := stringLiteral(args[0])
+	if !ok {
+		return value{}, c.refuse("pattern_match's pattern must be a string literal ('...')")
+	}
+	if err := textOnly(c, name, args[1]); err != nil {
+		return value{}, err
+	}
+	s := args[1]
+	e := c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
+		sv := s
+		sv.e = x
+		return stringsOnly(name, Glob(p, dyn(x)), sv)
+	})
+	return found(e, tBool, false), nil
+}
+
+// notNull is not_null: the first argument that is not null.
+func notNull(c *lowering, name string, args []value) (value, error) {
+	t, ascii := tNull, true
+	for _, a := range args {
+		t = t&^tNull | a.t
+		ascii = ascii && a.ascii
+		if a.t&tNull == 0 {
+			break
+		}
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		var out cel.Expr = cel.Null()
+		for i := len(a) - 1; i >= 0; i-- {
+			out = cel.Cond(cel.Bin("!=", dyn(a[i].e), cel.Null()), dyn(a[i].e), out)
+		}
+		return out
+	})
+	v := found(e, t, false)
+	v.ascii = ascii
+	return v, nil
+}
+
+// toArray is to_array: an array as it is, anything else in an array of one.
+func toArray(c *lowering, name string, args []value) (value, error) {
+	a := args[0]
+	if a.t.only(tList) {
+		return a, nil
+	}
+	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+		if a.t&tList == 0 {
+			return cel.List(dyn(x))
+		}
+		return cel.Cond(isType(x, "list"), dyn(x), dyn(cel.List(dyn(x))))
+	})
+	v := found(e, tList, false)
+	if a.t&tList == 0 {
+		v.items = a.t
+	}
+	return v, nil
+}
+
+// lookup is lookup with a literal key: the field of an object (null when missing) for a string,
+// the item of an array (null outside it) for a number.
+func lookup(c *lowering, name string, args []value) (value, error) {
+	m := args[0]
+	if k, ok := stringLiteral(args[1]); ok {
+		e := c.bind(m.e, m.simple, func(x cel.Expr) cel.Expr {
+			return cel.Cond(isType(x, "map"), dyn(cel.Method(cel.OptIndex(dyn(x), cel.Str(k)), "orValue", cel.Null())),
+				fail(name+": not an object, for a string key: Kyverno fails the rule"))
+		})
+		v := found(e, m.sh.field(k).types()|tNull, false)
+		v.sh = m.sh.field(k)
+		return v, nil
+	}
+	if f, ok := numberLiteral(args[1]); ok {
+		if f != math.Trunc(f) || math.Abs(f) >= 1<<31 {
+			return value{}, c.refuse("lookup's index %v is not an integer: Kyverno fails the rule", f)
+		}
+		i := int64(f)
+		e := c.bind(m.e, m.simple, func(x cel.Expr) cel.Expr {
+			var item cel.Expr = cel.Null()
+			if i >= 0 {
+				item = cel.Cond(cel.Bin(">", cel.Call("size", dyn(x)), cel.Int(i)), dyn(cel.Index(dyn(x), cel.Int(i))), cel.Null())
+			}
+			return cel.Cond(isType(x, "list"), item, fail(name+": not an array, for a number key: Kyverno fails the rule"))
+		})
+		v := found(e, m.sh.item().types()|tNull, false)
+		v.sh = m.sh.item()
+		return v, nil
+	}
+	return value{}, c.refuse("lookup's key must be a string or number literal")
+}
+
+// isASCII: is s all ASCII?
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

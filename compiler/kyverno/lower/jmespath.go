@@ -57,6 +57,8 @@ type value struct {
 	virt   virtual // a part of the context that is not a CEL value (e, t unset)
 	simple bool    // e is cheap to repeat (a name, a literal, or literal steps below one)
 	jnum   bool    // a number JMESPath made (a float64 in Kyverno); a number read from the object reaches Kyverno's functions as a float64 or an int64, depending on the rule
+	ascii  bool    // a string known to hold only ASCII characters
+	items  types   // for an array a function made, the types of its items (0: as the shape says)
 }
 
 // found is a value Kyverno always finds.
@@ -73,7 +75,7 @@ func (c *lowering) softValue(v value) (value, error) {
 		return value{}, v.softErr
 	}
 	out := found(v.soft, v.st, v.simple && !v.missing)
-	out.sh, out.jnum = v.sh, v.jnum
+	out.sh, out.jnum, out.ascii, out.items = v.sh, v.jnum, v.ascii, v.items
 	return out, nil
 }
 
@@ -159,7 +161,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		in := l
 		if l.virt == real {
 			in = found(l.e, l.t, l.simple)
-			in.sh, in.jnum = l.sh, l.jnum
+			in.sh, in.jnum, in.ascii, in.items = l.sh, l.jnum, l.ascii, l.items
 		}
 		r, err := c.lower(n.Children[1], in)
 		if err != nil {
@@ -186,11 +188,24 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		e := c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr {
-			return cel.Cond(truthy(x, l.t), dyn(x), dyn(r.e))
-		})
+		var e cel.Expr
+		if t, ok := literalTruth(l); ok {
+			e = r.e
+			if t {
+				e = l.e
+			}
+		} else {
+			e = c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr {
+				return cel.Cond(truthy(x, l.t), dyn(x), dyn(r.e))
+			})
+		}
 		// l when it is true (so never null), else r.
-		return found(e, l.t&^tNull|r.t, false), nil
+		out := found(e, l.t&^tNull|r.t, false)
+		out.ascii = l.ascii && r.ascii
+		if hasNoParts(r) {
+			out.sh, out.items = l.sh, l.items // what is known of l's fields and items holds
+		}
+		return out, nil
 	case jmespath.ASTAndExpression:
 		l, err := c.operand(n.Children[0], cur)
 		if err != nil {
@@ -205,10 +220,19 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// r when l is true, else l (so never a number).
 		lf := l.t &^ (tInt | tDouble)
-		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr}
-		out.e = c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr { return cel.Cond(truthy(x, l.t), dyn(r.e), dyn(x)) })
+		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii}
+		and := func(r cel.Expr) cel.Expr {
+			if t, ok := literalTruth(l); ok {
+				if t {
+					return r
+				}
+				return l.e
+			}
+			return c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr { return cel.Cond(truthy(x, l.t), dyn(r), dyn(x)) })
+		}
+		out.e = and(r.e)
 		if r.soft != nil {
-			out.soft = c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr { return cel.Cond(truthy(x, l.t), dyn(r.soft), dyn(x)) })
+			out.soft = and(r.soft)
 		}
 		if !out.missing {
 			out.soft = out.e
@@ -219,7 +243,13 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		e := c.bind(x.e, x.simple, func(x1 cel.Expr) cel.Expr { return cel.Not(truthy(x1, x.t)) })
+		e := c.bind(x.e, x.simple, func(x1 cel.Expr) cel.Expr {
+			t := truthy(x1, x.t)
+			if op, y, ok := cel.AsUnary(t); ok && op == "!" {
+				return y
+			}
+			return cel.Not(t)
+		})
 		return found(e, tBool, false), nil
 	case jmespath.ASTComparator:
 		return c.compare(n, cur)
@@ -237,6 +267,17 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		return c.call(n, cur)
 	}
 	return value{}, c.refuse("%s not supported yet", nodeName(n))
+}
+
+// hasNoParts: is v a literal without fields or items (a scalar, [] or {})?
+func hasNoParts(v value) bool {
+	if !cel.IsLiteral(v.e) {
+		if l, ok := cel.AsList(v.e); ok {
+			return len(l) == 0
+		}
+		return cel.String(v.e) == "{}"
+	}
+	return true
 }
 
 // operand lowers n as Kyverno's operators and function arguments read it: a missing value is null.
@@ -297,7 +338,9 @@ func (c *lowering) field(cur value, name string) (value, error) {
 			v.sh = c.sc.Object
 			return v, nil
 		case "operation":
-			return found(cel.Field(request, name), tStr, true), nil
+			v := found(cel.Field(request, name), tStr, true)
+			v.ascii = true
+			return v, nil
 		case "namespace", "name":
 			// Kyverno's context omits them when empty (a cluster-scoped object; a name yet to be
 			// generated).
@@ -331,7 +374,10 @@ func (c *lowering) field(cur value, name string) (value, error) {
 	case vKind:
 		switch name {
 		case "group", "version", "kind":
-			return found(cel.Field(cur.e, name), tStr, true), nil
+			// The API server's names of its kinds: ASCII.
+			v := found(cel.Field(cur.e, name), tStr, true)
+			v.ascii = true
+			return v, nil
 		}
 		return value{}, c.refuse("request.kind.%s is not supported", name)
 	}
@@ -394,7 +440,7 @@ func (c *lowering) step(b value, name string) value {
 		out.e, out.t, out.simple = cel.Index(b.e, key), t, b.simple
 	case b.t.only(tMap | tNull):
 		out.e = c.bind(b.e, b.simple, func(x cel.Expr) cel.Expr {
-			return cel.Cond(cel.Bin("==", x, cel.Null()), cel.Null(), dyn(cel.Index(dyn(x), key)))
+			return cel.Cond(cel.Bin("==", dyn(x), cel.Null()), cel.Null(), dyn(cel.Index(dyn(x), key)))
 		})
 		out.t = t | tNull
 	default:
@@ -423,7 +469,7 @@ func (c *lowering) step(b value, name string) value {
 		out.soft = dyn(cel.Method(out.opt, "orValue", cel.Null()))
 	case b.st.only(tMap | tNull):
 		out.soft = c.bind(b.soft, b.simple && !b.missing, func(x cel.Expr) cel.Expr {
-			return cel.Cond(cel.Bin("==", x, cel.Null()), cel.Null(), dyn(cel.Method(cel.OptIndex(dyn(x), key), "orValue", cel.Null())))
+			return cel.Cond(cel.Bin("==", dyn(x), cel.Null()), cel.Null(), dyn(cel.Method(cel.OptIndex(dyn(x), key), "orValue", cel.Null())))
 		})
 	default:
 		out.soft = c.bind(b.soft, b.simple && !b.missing, func(x cel.Expr) cel.Expr {
@@ -438,6 +484,9 @@ func (c *lowering) step(b value, name string) value {
 func (c *lowering) index(b value, i int) value {
 	sh := b.sh.item()
 	t := sh.types() | tNull
+	if b.items != 0 {
+		t = b.items | tNull
+	}
 	at := func(x cel.Expr, t types) cel.Expr {
 		if t != tList {
 			x = dyn(x)
@@ -477,6 +526,9 @@ func literal(v any) (value, error) {
 	}
 	out := found(e, typeOf(v), true)
 	_, out.jnum = v.(float64)
+	if str, ok := v.(string); ok {
+		out.ascii = isASCII(str)
+	}
 	return out, nil
 }
 
@@ -526,7 +578,22 @@ func (c *lowering) compare(n jmespath.ASTNode, cur value) (value, error) {
 	if op == "tNE" {
 		cmp = "!="
 	}
-	return found(cel.Bin(cmp, dyn(l.e), dyn(r.e)), tBool, false), nil
+	return found(cel.Bin(cmp, arg(l.e), arg(r.e)), tBool, false), nil
+}
+
+// literalTruth is the truth of a literal.
+func literalTruth(v value) (truth, ok bool) {
+	if !cel.IsLiteral(v.e) {
+		if l, ok := cel.AsList(v.e); ok {
+			return len(l) > 0, true
+		}
+		return false, false
+	}
+	switch s := cel.String(v.e); s {
+	case "null", "false", `""`:
+		return false, true
+	}
+	return true, true
 }
 
 // truthy is JMESPath's truth of x (a value of types t, cheap to repeat): false, null, "", [] and
@@ -579,6 +646,14 @@ func dyn(x cel.Expr) cel.Expr {
 		return x
 	}
 	return cel.Call("dyn", x)
+}
+
+// arg is x as a function's argument: literals as they are, other values dyn(x).
+func arg(x cel.Expr) cel.Expr {
+	if cel.IsLiteral(x) {
+		return x
+	}
+	return dyn(x)
 }
 
 // typeNames lists the types of t, for messages.

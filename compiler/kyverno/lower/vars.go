@@ -162,13 +162,15 @@ func asText(v value) (cel.Expr, error) {
 
 // jsonText is Go's JSON of a string (the string itself), a boolean, an integer or null.
 func jsonText(v value) cel.Expr {
+	if v.t == tNull && cel.IsLiteral(v.e) {
+		return cel.Str("null")
+	}
+	if v.t&tNull == 0 {
+		return cel.Call("string", dyn(v.e))
+	}
 	c := &lowering{}
 	return c.bind(v.e, v.simple, func(x cel.Expr) cel.Expr {
-		var e cel.Expr = cel.Call("string", x)
-		if v.t&tNull != 0 {
-			e = cel.Cond(cel.Bin("==", x, cel.Null()), cel.Str("null"), e)
-		}
-		return e
+		return cel.Cond(cel.Bin("==", dyn(x), cel.Null()), cel.Str("null"), cel.Call("string", dyn(x)))
 	})
 }
 

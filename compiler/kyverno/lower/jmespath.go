@@ -56,6 +56,7 @@ type value struct {
 	sh     Shape   // what the schema says of the value, for the steps below it
 	virt   virtual // a part of the context that is not a CEL value (e, t unset)
 	simple bool    // e is cheap to repeat (a name, a literal, or literal steps below one)
+	path   bool    // e is object, oldObject or an element, or steps below one (dynamically typed in CEL)
 	jnum   bool    // a number JMESPath made (a float64 in Kyverno); a number read from the object reaches Kyverno's functions as a float64 or an int64, depending on the rule
 	ascii  bool    // a string known to hold only ASCII characters
 	items  types   // for an array a function made, the types of its items (0: as the shape says)
@@ -330,12 +331,12 @@ func (c *lowering) field(cur value, name string) (value, error) {
 		switch name {
 		case "object":
 			v := found(object, tMap, true)
-			v.sh = c.sc.Object
+			v.sh, v.path = c.sc.Object, true
 			return v, nil
 		case "oldObject":
 			// Null on CREATE, in CEL and in Kyverno's context.
 			v := found(cel.Ident("oldObject"), tMap|tNull, true)
-			v.sh = c.sc.Object
+			v.sh, v.path = c.sc.Object, true
 			return v, nil
 		case "operation":
 			v := found(cel.Field(request, name), tStr, true)
@@ -422,7 +423,7 @@ func (c *lowering) root(name string) (value, error) {
 		}
 		// Kyverno skips null elements.
 		v := found(c.sc.Elements[n], sh.types()&^tNull, true)
-		v.sh = sh
+		v.sh, v.path = sh, true
 		return v, nil
 	}
 	return value{}, c.refuse("%s is not supported yet; supported: %s", name, supportedRoots)
@@ -435,9 +436,13 @@ func (c *lowering) step(b value, name string) value {
 	sh := b.sh.field(name)
 	t := sh.types()
 	out := value{sh: sh, missing: b.missing || b.t&tMap != 0}
+	base := b.e
+	if !b.path {
+		base = dyn(base) // a literal or a function's value: typed in CEL
+	}
 	switch {
 	case b.t == tMap:
-		out.e, out.t, out.simple = cel.Index(b.e, key), t, b.simple
+		out.e, out.t, out.simple, out.path = cel.Index(base, key), t, b.simple, b.path
 	case b.t.only(tMap | tNull):
 		out.e = c.bind(b.e, b.simple, func(x cel.Expr) cel.Expr {
 			return cel.Cond(cel.Bin("==", dyn(x), cel.Null()), cel.Null(), dyn(cel.Index(dyn(x), key)))
@@ -461,9 +466,8 @@ func (c *lowering) step(b value, name string) value {
 	case b.softErr != nil:
 		out.softErr = b.softErr
 	case b.t == tMap && (b.opt != nil || !b.missing):
-		base := b.opt
-		if base == nil {
-			base = b.e
+		if b.opt != nil {
+			base = b.opt
 		}
 		out.opt = cel.OptIndex(base, key)
 		out.soft = dyn(cel.Method(out.opt, "orValue", cel.Null()))

@@ -1,10 +1,19 @@
 package lower
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	celgo "github.com/google/cel-go/cel"
+	celtypes "github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	gojmespath "github.com/kyverno/go-jmespath"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel"
@@ -26,6 +35,15 @@ func FuzzVariable(f *testing.F) {
 		"request.oldObject.metadata.name || request.namespace || request.name", "request.userInfo.groups[0] || 'x'",
 		"element.image && elementIndex", "request.object.spec.containers.name", "'it\\'s' || `\"json\"`",
 		"request.object.metadata.labels.app | @", "to_string(request.object.metadata.labels)",
+		"to_lower(request.kind.kind)", "to_upper('é')", "length(element.name || '')", "split(element.image, ':')[-1]",
+		"join('/', split(request.object.metadata.name, '-'))", "replace_all(element.name, '-', '_')",
+		"replace(element.name, '-', '', `1`)", "trim(request.object.metadata.annotations.x || '', ' /')",
+		"trim_prefix(element.image, 'docker.io/')", "truncate(request.object.metadata.name, `63`)",
+		"starts_with(element.image, 'a') && ends_with(element.image, 'b')", "contains(element.args, '--x')",
+		"compare(element.name, 'x')", "to_boolean(request.object.metadata.labels.on || 'false')",
+		"regex_match('^a+$', element.name)", "pattern_match('a*', element.name)", "not_null(element.x, elementIndex)",
+		"to_array(element.name)[0]", "lookup(request.object.metadata.labels, 'app')", "lookup(request.object.spec.containers, `0`).name",
+		"regex_replace_all('a', element.name, 'b')", "add(`1`, `2`)", "to_string(length(request.object.spec.containers))",
 	} {
 		f.Add(s)
 	}
@@ -101,4 +119,147 @@ func FuzzStrategicMerge(f *testing.F) {
 			t.Fatalf("%q lowers to operations the API server rejects: %v", s, err)
 		}
 	})
+}
+
+// FuzzVariableSemantics: a variable below request.object that lowers, evaluated by cel-go in the
+// API server's CEL environment, gives what Kyverno's JMESPath (github.com/kyverno/go-jmespath,
+// with its standard functions) gives on the same objects, errors included: where JMESPath fails
+// (a missing field at the top, a function given the wrong type), the CEL fails. The objects hold
+// missing fields, empty strings, nulls, lists and numbers; their schema is unknown to the
+// lowering, so every step is tested at run time. Kyverno's own functions (to_upper, split, ...)
+// are not in the library: variables calling them are skipped (the golden cases check them).
+func FuzzVariableSemantics(f *testing.F) {
+	for _, s := range []string{
+		"request.object.metadata.labels.app", "request.object.metadata.labels.app || 'none'",
+		"request.object.spec.containers[0].name", "request.object.spec.containers[-1].image || `null`",
+		"request.object.spec.containers.name", "request.object.metadata.labels.a && request.object.metadata.labels.b",
+		"!(request.object.metadata.labels.a)", "request.object.metadata.labels.a == ''",
+		"request.object.metadata | labels.app", "request.object.spec.n || 'x'", "request.object.spec.empty || `[1]`",
+		"length(request.object.metadata.labels)", "length(request.object.spec.n)", "to_string(request.object.spec.flag)",
+		"not_null(request.object.spec.nothing, request.object.metadata.name)", "to_array(request.object.metadata.name)",
+		"join('-', request.object.spec.words)", "contains(request.object.spec.words, 'b')", "starts_with(request.object.metadata.name, 'we')",
+		"request.object.spec.nothing.deeper", "request.object.spec.nothing || request.object.spec.missing", "`{\"a\": 1}` || 'x'",
+	} {
+		f.Add(s)
+	}
+	docs := []string{
+		`{"metadata": {"name": "web-1", "labels": {"app": "shop", "a": "x", "b": ""}}, "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b"}], "n": 3, "flag": true, "words": ["a", "b"], "empty": [], "nothing": null}}`,
+		`{"metadata": {"name": "", "labels": {}}, "spec": {"containers": [], "n": 1.5, "flag": false, "words": [], "empty": {}}}`,
+		`{"metadata": {"name": "x"}, "spec": {"containers": "not a list", "words": ["a", 1]}}`,
+	}
+	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.NewExpressions)
+	if err != nil {
+		f.Fatal(err)
+	}
+	env, err := base.Extend(celgo.Variable("object", celgo.DynType))
+	if err != nil {
+		f.Fatal(err)
+	}
+	printer := cel.NewEnv(version.MajorMinor(1, 37))
+	f.Fuzz(func(t *testing.T, s string) {
+		s = strings.TrimSpace(s)
+		if !utf8.ValidString(s) {
+			return // policies are YAML or JSON: valid UTF-8
+		}
+		v, err := variable(s, Scope{})
+		if err != nil {
+			return
+		}
+		text, err := printer.Print(v.e)
+		if err != nil {
+			t.Fatalf("{{%s}}: %v", s, err)
+		}
+		ast, iss := env.Compile(text)
+		if iss.Err() != nil {
+			if strings.Contains(iss.Err().Error(), "undeclared reference") {
+				return // request.operation and the like: not in this environment
+			}
+			t.Fatalf("{{%s}} lowers to %s, which does not compile: %v", s, text, iss.Err())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatalf("{{%s}}: %v", s, err)
+		}
+		for _, d := range docs {
+			var jp, obj any
+			_ = json.Unmarshal([]byte(`{"request": {"object": `+d+`}}`), &jp) // numbers as float64, as Kyverno decodes the request
+			want, jerr := gojmespath.Search(s, jp)
+			if jerr != nil && strings.Contains(jerr.Error(), "unknown function") {
+				return // one of Kyverno's own functions
+			}
+			dec := json.NewDecoder(strings.NewReader(d))
+			dec.UseNumber()
+			_ = dec.Decode(&obj)
+			out, _, cerr := prg.Eval(map[string]any{"object": celValue(obj)})
+			if (jerr != nil) != (cerr != nil) {
+				t.Fatalf("{{%s}} on %s: Kyverno's JMESPath gives %v (error %v), the CEL %s gives %v (error %v)", s, d, want, jerr, text, out, cerr)
+			}
+			if jerr != nil {
+				continue
+			}
+			got, err := json.Marshal(nativeOf(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(w) {
+				t.Fatalf("{{%s}} on %s: Kyverno's JMESPath gives %s, the CEL %s gives %s", s, d, w, text, got)
+			}
+		}
+	})
+}
+
+// celValue is a decoded JSON value as the API server gives it to CEL: integers as int64.
+func celValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = celValue(e)
+		}
+		return out
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			out[k] = celValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// nativeOf is a CEL value as a Go JSON value.
+func nativeOf(v ref.Val) any {
+	switch x := v.(type) {
+	case celtypes.Null:
+		return nil
+	case traits.Mapper:
+		out := map[string]any{}
+		it := x.Iterator()
+		for it.HasNext() == celtypes.True {
+			k := it.Next()
+			out[fmt.Sprint(k.Value())] = nativeOf(x.Get(k))
+		}
+		return out
+	case traits.Lister:
+		var out []any
+		it := x.Iterator()
+		for it.HasNext() == celtypes.True {
+			out = append(out, nativeOf(it.Next()))
+		}
+		if out == nil {
+			out = []any{}
+		}
+		return out
+	}
+	return v.Value()
 }

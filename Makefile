@@ -41,6 +41,7 @@ define fuzz-each
 	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzLocation$$' -fuzztime $(1)
 	$(GO) test ./verify/gen/ -run '^$$' -fuzz '^FuzzMutatorYAML$$' -fuzztime $(1)
 	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzVariable$$' -fuzztime $(1)
+	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzVariableSemantics$$' -fuzztime $(1)
 	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzStrategicMerge$$' -fuzztime $(1)
 endef
 

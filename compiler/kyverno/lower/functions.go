@@ -138,8 +138,9 @@ func fail(why string) cel.Expr {
 	return cel.Index(cel.Map(nil, nil), cel.Str(why))
 }
 
-// strings is body where every x of xs is a string (of types ts), else a failure: Kyverno's
-// functions fail on an argument of another type.
+// stringsOnly is body where every argument is a string (tested when its types allow others,
+// its expression cheap to repeat), else a failure: Kyverno's functions fail on an argument of
+// another type.
 func stringsOnly(name string, body cel.Expr, args ...value) cel.Expr {
 	var tests []cel.Expr
 	for _, a := range args {

@@ -19,8 +19,8 @@ import (
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
-// An Element computes, at compile time, what Gatekeeper's mutators do to one keyed list element
-// alone (a sidecar container a mutation creates): each mutator is Gatekeeper's own
+// What Gatekeeper's mutators do to one keyed list element alone (a sidecar container a mutation
+// creates) is computed here, at compile time: each mutator is Gatekeeper's own
 // (pkg/mutation/mutators), built from the IR as it stands (a rule may have changed its tests or
 // its value), run on an object that holds that element only. What a mutator does inside one
 // element of a list depends on that element only, so this is what it does to the element in

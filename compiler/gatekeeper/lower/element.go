@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 	"reflect"
+	"sort"
 
 	"github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/match"
@@ -229,6 +230,35 @@ func CompleteElement(f *ir.Mutation, e int, lit map[string]any, ops []*ir.Mutati
 		return nil, nil, false
 	}
 	return state, changedBy, true
+}
+
+// CompletionOps is f and the mutations of its completions (ir.Completion), in Gatekeeper's
+// order: the ops CompleteElement computes f's element from.
+func CompletionOps(f *ir.Mutation) []*ir.Mutation {
+	ops := []*ir.Mutation{f}
+	for _, c := range f.Completions {
+		ops = append(ops, c.By)
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].SortKey < ops[j].SortKey })
+	return ops
+}
+
+// EachSubset calls fn with each subset of conds (the mutations that apply to some requests
+// only) as the set of those that do not apply, until fn returns false; it reports whether fn
+// never did.
+func EachSubset(conds []*ir.Mutation, fn func(off map[*ir.Mutation]bool) bool) bool {
+	for mask := 0; mask < 1<<len(conds); mask++ {
+		off := map[*ir.Mutation]bool{}
+		for i, c := range conds {
+			if mask&(1<<i) == 0 {
+				off[c] = true
+			}
+		}
+		if !fn(off) {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoElement is returned by the lowering when a completed element cannot be computed again.

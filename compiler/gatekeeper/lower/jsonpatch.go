@@ -339,10 +339,8 @@ func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 	base := CopyJSON(elem).(map[string]any)
 	var conds []cel.Expr
 	var cs []*ir.Mutation
-	ops := []*ir.Mutation{g.m}
 	always := map[*ir.Mutation]bool{g.m: true}
 	for _, c := range g.m.Completions {
-		ops = append(ops, c.By)
 		when, err := CompletionGuardFor(c.By.Match, g.m.Match)
 		if err != nil {
 			return nil, err
@@ -357,7 +355,7 @@ func (g *jpgen) completed(emit func() (cel.Expr, error)) (cel.Expr, error) {
 			conds, cs = append(conds, when), append(cs, c.By)
 		}
 	}
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].SortKey < ops[j].SortKey })
+	ops := CompletionOps(g.m)
 	reset := func(with []*ir.Mutation) error {
 		on := maps.Clone(always)
 		for _, m := range with {

@@ -163,24 +163,16 @@ func reachesElement(g, f *ir.Mutation, e int) bool {
 // that apply to some of f's requests only), and returns the mutations that change it in some.
 func completions(f *ir.Mutation, e int, lit map[string]any, ops, conds []*ir.Mutation) (map[*ir.Mutation]bool, bool) {
 	by := map[*ir.Mutation]bool{}
-	for mask := 0; mask < 1<<len(conds); mask++ {
-		on := map[*ir.Mutation]bool{}
-		for i, c := range conds {
-			if mask&(1<<i) == 0 {
-				on[c] = true // not taking part
-			}
-		}
-		_, changed, ok := lower.CompleteElement(f, e, lit, ops, func(m *ir.Mutation) bool { return !on[m] })
-		if !ok {
-			return nil, false
-		}
+	ok := lower.EachSubset(conds, func(off map[*ir.Mutation]bool) bool {
+		_, changed, ok := lower.CompleteElement(f, e, lit, ops, func(m *ir.Mutation) bool { return !off[m] })
 		for m := range changed {
 			if m != f {
 				by[m] = true
 			}
 		}
-	}
-	return by, true
+		return ok
+	})
+	return by, ok
 }
 
 // valueOrImage is the constant the mutation writes at its location when it is missing: an

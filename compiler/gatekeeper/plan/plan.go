@@ -562,28 +562,21 @@ func (f *footprint) completedVariants() []completedVariant {
 	if f.variants != nil {
 		return f.variants
 	}
-	ops := []*ir.Mutation{f.m}
 	var conds []*ir.Mutation
 	for _, c := range f.m.Completions {
-		ops = append(ops, c.By)
 		if when, err := lower.CompletionGuardFor(c.By.Match, f.m.Match); err != nil || when != cel.True {
 			conds = append(conds, c.By)
 		}
 	}
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].SortKey < ops[j].SortKey })
-	for mask := 0; mask < 1<<len(conds); mask++ {
-		off := map[*ir.Mutation]bool{}
-		for i, c := range conds {
-			if mask&(1<<i) == 0 {
-				off[c] = true
-			}
-		}
+	ops := lower.CompletionOps(f.m)
+	lower.EachSubset(conds, func(off map[*ir.Mutation]bool) bool {
 		elem, _, ok := lower.CompleteElement(f.m, f.elemAt, f.literal, ops, func(m *ir.Mutation) bool { return !off[m] })
 		if !ok {
 			elem = nil
 		}
 		f.variants = append(f.variants, completedVariant{off: off, elem: elem})
-	}
+		return true
+	})
 	return f.variants
 }
 

@@ -770,6 +770,24 @@ func (f *footprint) fixesImage(g *footprint) bool {
 	return ok && lower.RewriteImageString(c, gop) == c
 }
 
+// imagesCommute: are f and g AssignImages of images that may be one (compatible paths of one
+// length) setting different parts of the reference (say a registry mirror's domain and a tag
+// pin's tag)? Gatekeeper's AssignImage splits the image into domain, path and tag, replaces the
+// parts it sets and joins them again (a missing image is ""). Joining and splitting again gives
+// the same parts back: the tag starts at the first ":" or "@" after the path, which has neither,
+// and a path is read as holding a domain only where the domain is empty, which Gatekeeper refuses
+// for a mutator setting a path without a domain (a domain-like path "leaks", its validation
+// says) and which a parsed path cannot be. So each keeps the part the other set: either order
+// gives the same image, and neither changes it again in another pass.
+func (f *footprint) imagesCommute(g *footprint) bool {
+	fo, ok := f.m.Op.(ir.RewriteImage)
+	gop, ok2 := g.m.Op.(ir.RewriteImage)
+	if !ok || !ok2 || len(f.full) != len(g.full) || !prefixOf(f.full, g.full) {
+		return false
+	}
+	return (fo.Domain == "" || gop.Domain == "") && (fo.Path == "" || gop.Path == "") && (fo.Tag == "" || gop.Tag == "")
+}
+
 // feeds says why g reads something f writes.
 func (f *footprint) feeds(g *footprint) string {
 	same := f.sameValueSamePath(g)
@@ -799,7 +817,7 @@ func (f *footprint) feeds(g *footprint) string {
 			}
 		}
 		for _, v := range g.values {
-			if len(w) == len(f.full) && f.fixesImage(g) {
+			if len(w) == len(f.full) && (f.fixesImage(g) || f.imagesCommute(g)) {
 				continue
 			}
 			if len(w) == len(f.full) && (f.mergesInto(g, v) || f.setsCommute(g)) || uni && prefixOf(v, f.full) {
@@ -861,8 +879,8 @@ func (f *footprint) overwritesIf(g *footprint, inOrder bool) string {
 			if len(w) == len(w2) && len(w) < len(f.full) && len(w2) < len(g.full) {
 				continue // both may create the same keyed element on the way: creation merges
 			}
-			if len(w) == len(f.full) && len(w2) == len(g.full) && f.setsCommute(g) {
-				continue // a prune and a merge of other values, or two prunes: either order
+			if len(w) == len(f.full) && len(w2) == len(g.full) && (f.setsCommute(g) || f.imagesCommute(g)) {
+				continue // a prune and a merge of other values, two prunes, or two AssignImages of different parts: either order
 			}
 			return fmt.Sprintf("both write %s", w)
 		}

@@ -637,3 +637,61 @@ func TestMergesIntoOneList(t *testing.T) {
 		})
 	}
 }
+
+func TestImagesCommute(t *testing.T) {
+	const all, app = "spec.containers[name: *].image", "spec.containers[name: app].image"
+	// A pin of one container's image where that container exists (else Gatekeeper creates the
+	// container, which the mutators of every container select).
+	digest := "@sha256:" + strings.Repeat("0f", 32)
+	image := func(name, location, domain, path, tag string) string {
+		doc := image(name, location, domain, path, tag)
+		if location == app {
+			doc += "    pathTests:\n    - {subPath: 'spec.containers[name: app]', condition: MustExist}\n"
+		}
+		return doc
+	}
+	cases := []struct {
+		name   string
+		docs   []string
+		groups []string
+		rounds []int
+	}{
+		{"a domain and a tag: either order",
+			[]string{image("a", all, "mirror.example.com", "", ""), image("b", app, "", "", ":1.2")},
+			[]string{"AssignImage/a", "AssignImage/b"}, []int{1, 1}},
+		{"a path and a digest: either order",
+			[]string{image("a", app, "", "team/app", ""), image("b", all, "", "", digest)},
+			[]string{"AssignImage/a", "AssignImage/b"}, []int{1, 1}},
+		{"a domain and a path with a tag: either order",
+			[]string{image("a", all, "mirror.example.com:5000", "", ""), image("b", app, "", "team/app", ":2")},
+			[]string{"AssignImage/a", "AssignImage/b"}, []int{1, 1}},
+		{"two tags: the one sorted last wins",
+			[]string{image("a", all, "", "", ":stable"), image("b", app, "", "", ":1.2")},
+			[]string{"AssignImage/a+AssignImage/b"}, []int{3}},
+		{"a domain, and a domain with a tag: the one sorted last wins",
+			[]string{image("a", all, "a.example.com", "", ""), image("b", app, "b.example.com", "", ":1")},
+			[]string{"AssignImage/a+AssignImage/b"}, []int{3}},
+		{"a tag, and the container created: the mutator of every container changes it in the next pass",
+			[]string{image("a", all, "mirror.example.com", "", ""), image("b", "spec.containers[name: sidecar].image", "", "", ":1.2")},
+			[]string{"AssignImage/a+AssignImage/b"}, []int{2}},
+		{"other images",
+			[]string{image("a", all, "mirror.example.com", "", ""), image("b", "spec.initContainers[name: *].image", "other.example.com", "", "")},
+			[]string{"AssignImage/a", "AssignImage/b"}, []int{1, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ms := mutations(t, c.docs...)
+			gs := plan.Plan(ms)
+			got, rounds := groupsOf(gs)
+			if fmt.Sprint(got) != fmt.Sprint(c.groups) || fmt.Sprint(rounds) != fmt.Sprint(c.rounds) {
+				t.Errorf("got %v rounds %v, want %v rounds %v", got, rounds, c.groups, c.rounds)
+				for _, g := range gs {
+					t.Log(strings.Join(g.Why, "\n"))
+				}
+			}
+			if z := plan.NewFuser(); len(gs) == 1 && z.Commute(ms[0], ms[1]) {
+				t.Errorf("%s, %s: said to commute, though their order decides the image", ms[0].Source, ms[1].Source)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -42,8 +43,11 @@ const (
 	// probeNamespace holds the probe objects used to see which policies the API server runs.
 	probeNamespace = "mapc-e2e"
 	// sentinelName is the policy (and binding) created after a case's policies: once it mutates
-	// the probe object, every policy created before it is active (see waitActive).
-	sentinelName       = "mapc-e2e-sentinel"
+	// the probe object, every policy created before it is active (see sync).
+	sentinelName = "mapc-e2e-sentinel"
+	// labelSync is the label of the probe namespace that the sentinel's binding selects: its
+	// value is each sync's token (see sync).
+	labelSync          = "e2e.mapc.dev/sync"
 	probeAnnotation    = "e2e.mapc.dev/probe"
 	updateKey          = "e2e.mapc.dev/update" // the annotation (or label) each update adds
 	labelE2E           = "e2e.mapc.dev/owned"
@@ -320,7 +324,7 @@ func sentinel(token string) *emit.Policy {
 			ObjectMeta: meta,
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: &admissionregistrationv1.MatchResources{
-					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: probeNamespace}},
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: probeNamespace, labelSync: token}},
 					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
@@ -402,12 +406,16 @@ func (c *cluster) unbind(ctx context.Context) error {
 	return c.sync(ctx)
 }
 
-// sync waits until the API server runs the policies and bindings as they are now. The API
-// server rebuilds its set of policies from its informers' caches (on a 1 s timer), and each
-// informer sees the objects in the order they were written. So sync replaces the sentinel
-// policy and binding by new ones that mark a new probe object, and dry-run creates that probe
-// object until it comes back marked: by then every earlier write to policies and bindings has
-// been seen too. The sentinel matches nothing but its probe object.
+// sync waits until the API server's admission sees the policies, the bindings and the
+// namespaces as they are now. The API server rebuilds its set of policies from its informers'
+// caches (on a 1 s timer) and matches namespaceSelectors against its namespace informer's cache;
+// each informer sees the objects in the order they were written, and a namespace deleted and
+// created again with other labels (a case after another, a namespace's labels set by a case) is
+// seen late like any other write. So sync labels the probe namespace with a new token, replaces
+// the sentinel policy and binding by new ones that mark a new probe object in namespaces with
+// that label, and dry-run creates that probe object until it comes back marked: by then every
+// earlier write to policies, bindings and namespaces has been seen too. The sentinel matches
+// nothing but its probe object.
 func (c *cluster) sync(ctx context.Context) error {
 	for _, gvr := range []schema.GroupVersionResource{c.binding, c.policy} {
 		if err := c.dyn.Resource(gvr).Delete(ctx, sentinelName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -415,6 +423,10 @@ func (c *cluster) sync(ctx context.Context) error {
 		}
 	}
 	token := newToken()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, labelSync, token)
+	if _, err := c.cs.CoreV1().Namespaces().Patch(ctx, probeNamespace, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("labelling namespace %s: %v", probeNamespace, err)
+	}
 	if err := c.applyPolicies(ctx, []*emit.Policy{sentinel(token)}); err != nil {
 		return err
 	}

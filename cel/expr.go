@@ -31,8 +31,9 @@ type Expr interface {
 // writer prints expressions. With shapes set it prints an expression's shape instead: every
 // string and number literal replaced by a placeholder of its type numbered by first appearance
 // (so equal literals stay equal and distinct ones distinct), except literals passed directly to
-// a function, whose values the API server's environment validates (regular expressions,
-// durations, timestamps).
+// a function (as an argument or as its target) other than those of freeArgs: the API server's
+// environment validates some such values (regular expressions of matches and find, durations,
+// timestamps, format strings).
 type writer struct {
 	sb     strings.Builder
 	shapes map[string]string
@@ -394,9 +395,24 @@ func (f field) write(b *writer) {
 	b.WriteByte('.')
 	b.WriteString(f.name)
 }
+
+// freeArgs are the functions whose literal arguments and targets no validator of the API
+// server's environment reads (it checks only their types): in a shape they are abstracted like
+// any other literal. A literal passed to any other function stays verbatim in a shape.
+var freeArgs = map[string]bool{
+	"dyn": true, "string": true, "size": true, "type": true, "orValue": true, "of": true,
+	"startsWith": true, "endsWith": true, "contains": true, "indexOf": true, "lastIndexOf": true,
+	"substring": true, "replace": true, "split": true, "join": true, "lowerAscii": true, "upperAscii": true,
+}
+
 func (c call) write(b *writer) {
+	free := freeArgs[c.fn]
 	if c.target != nil {
-		writeOperand(b, c.target)
+		if l, ok := c.target.(lit); ok && !free {
+			b.WriteString(l.text) // verbatim even in a shape
+		} else {
+			writeOperand(b, c.target)
+		}
 		b.WriteByte('.')
 	}
 	b.WriteString(c.fn)
@@ -407,9 +423,17 @@ func (c call) write(b *writer) {
 		}
 		switch x := a.(type) {
 		case lit:
-			b.WriteString(x.text) // verbatim even in a shape
+			if free {
+				x.write(b)
+			} else {
+				b.WriteString(x.text) // verbatim even in a shape
+			}
 		case strLit:
-			b.WriteString(strconv.Quote(x.s))
+			if free {
+				x.write(b)
+			} else {
+				b.WriteString(strconv.Quote(x.s))
+			}
 		default:
 			a.write(b)
 		}

@@ -50,3 +50,27 @@ func TestLen(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeFreeArguments: literals passed to functions that no validator reads (dyn,
+// startsWith, ...) are abstracted, so that expressions differing only there share a shape;
+// those passed to others stay verbatim, as a target or as an argument.
+func TestShapeFreeArguments(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		of   func(s string) Expr
+		same bool
+	}{
+		{"dyn", func(s string) Expr { return Call("dyn", Str(s)) }, true},
+		{"startsWith", func(s string) Expr { return Method(Ident("x"), "startsWith", Str(s)) }, true},
+		{"endsWith", func(s string) Expr { return Method(Ident("x"), "endsWith", Str(s)) }, true},
+		{"matches argument", func(s string) Expr { return Method(Ident("x"), "matches", Str(s)) }, false},
+		{"find argument", func(s string) Expr { return Method(Ident("x"), "find", Str(s)) }, false},
+		{"format target", func(s string) Expr { return Method(Str(s), "format", List(Ident("x"))) }, false},
+		{"duration", func(s string) Expr { return Call("duration", Str(s)) }, false},
+	} {
+		a, b := Shape(tc.of("1s")), Shape(tc.of("2s"))
+		if (a == b) != tc.same {
+			t.Errorf("%s: shapes %s and %s: same = %v, want %v", tc.name, a, b, a == b, tc.same)
+		}
+	}
+}

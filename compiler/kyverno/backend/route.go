@@ -249,7 +249,15 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 				jops[i].Value = v
 				vars = append(vars, vs...)
 			}
-			ops, err = lower.JSON6902(jops)
+			// Per kind: the maps its objects always have need no creation.
+			if len(rk) == 0 {
+				ops, err = lower.JSON6902("", "", jops)
+			} else {
+				ops, err = perKind(rk, func(apiVersion, kind string) (cel.Expr, string, error) {
+					e, err := lower.JSON6902(apiVersion, kind, jops)
+					return e, "", err
+				})
+			}
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate.patchesJson6902", err)
 			}

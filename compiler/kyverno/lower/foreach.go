@@ -133,7 +133,7 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 			vars = append(vars, vs...)
 			ops = append(ops, kyverno.Op{Op: op.Op, Path: "/" + strings.Join(escapeAll(rel), "/"), Value: v})
 		}
-		body, err = json6902At(p.Index(i), x, false, ops)
+		body, err = json6902At(p.Index(i), x, nil, ops)
 		if err != nil {
 			return nil, errorf(field+".patchesJson6902", "%v", err)
 		}

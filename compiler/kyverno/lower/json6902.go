@@ -13,14 +13,15 @@ import (
 // EnsurePathExistsOnAdd and AllowMissingPathOnRemove): an add creates the missing objects above
 // its path (a list when the next token is an index or "-"), a remove of a missing path does
 // nothing, a replace of a missing path fails the rule. Operations run in order, each on the
-// previous one's result; what an earlier operation wrote is known statically.
-func JSON6902(ops []kyverno.Op) (cel.Expr, error) {
-	return json6902At(cel.Pointer{}, object, true, ops)
+// previous one's result; what an earlier operation wrote is known statically, and so are the
+// maps every object of the kind apiVersion/kind has at admission (rootMaps).
+func JSON6902(apiVersion, kind string, ops []kyverno.Op) (cel.Expr, error) {
+	return json6902At(cel.Pointer{}, object, rootMaps(apiVersion, kind), ops)
 }
 
-// json6902At lowers the operations, their paths taken below base, where the value is cur (root:
-// the object itself).
-func json6902At(base cel.Pointer, cur cel.Expr, root bool, ops []kyverno.Op) (cel.Expr, error) {
+// json6902At lowers the operations, their paths taken below base, where the value is cur;
+// always are the maps cur always has (rootMaps for the object itself, nil elsewhere).
+func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []kyverno.Op) (cel.Expr, error) {
 	var parts []cel.Expr
 	var done [][]string // paths written (added or replaced) by earlier operations
 	var removed [][]string
@@ -68,7 +69,7 @@ func json6902At(base cel.Pointer, cur cel.Expr, root bool, ops []kyverno.Op) (ce
 				}
 				return false
 			}
-			parts = append(parts, ensureAdd(cur, base, toks, 0, known, val, root))
+			parts = append(parts, ensureAdd(cur, base, toks, 0, known, val, always))
 			done = append(done, toks)
 		case "replace":
 			val, err := valueOf(op.Value)
@@ -84,7 +85,7 @@ func json6902At(base cel.Pointer, cur cel.Expr, root bool, ops []kyverno.Op) (ce
 			if toks[len(toks)-1] == "-" {
 				continue // no such item: nothing to remove
 			}
-			parts = append(parts, cel.Guarded(exists(cur, toks), cel.List(cel.PatchOp("remove", pointerOf(base, toks), nil))))
+			parts = append(parts, cel.Guarded(exists(cur, toks, always), cel.List(cel.PatchOp("remove", pointerOf(base, toks), nil))))
 			removed = append(removed, toks)
 		}
 	}
@@ -93,13 +94,13 @@ func json6902At(base cel.Pointer, cur cel.Expr, root bool, ops []kyverno.Op) (ce
 
 // ensureAdd adds val at toks[d:] below cur (at p), creating what is missing above it; known(d)
 // says an earlier operation made toks[:d+1].
-func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int) bool, val cel.Expr, root bool) cel.Expr {
+func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int) bool, val cel.Expr, always map[string]bool) cel.Expr {
 	if d == len(toks)-1 {
 		return cel.List(cel.PatchOp("add", p.Child(toks[d]), val))
 	}
 	t := toks[d]
-	there := ensureAdd(cel.Index(cur, cel.Str(t)), p.Child(t), toks, d+1, known, val, root)
-	if known(d) || root && d == 0 && t == "metadata" { // every object admission sees has metadata
+	there := ensureAdd(cel.Index(cur, cel.Str(t)), p.Child(t), toks, d+1, known, val, always)
+	if known(d) || always[pathKey(toks[:d+1])] {
 		return there
 	}
 	whenMissing := cel.List(cel.PatchOp("add", p.Child(t), created(toks[d+1:], val)))
@@ -136,17 +137,19 @@ func created(toks []string, val cel.Expr) cel.Expr {
 	return cel.Map([]cel.Expr{cel.Str(toks[0])}, []cel.Expr{created(toks[1:], val)})
 }
 
-// exists is true when the object has the path toks.
-func exists(cur cel.Expr, toks []string) cel.Expr {
+// exists is true when the object has the path toks (always: the maps it always has).
+func exists(cur cel.Expr, toks []string, always map[string]bool) cel.Expr {
 	var cs []cel.Expr
-	for _, t := range toks {
+	for n, t := range toks {
 		if isIndex(t) {
 			i, _ := strconv.Atoi(t)
 			cs = append(cs, cel.Bin(">", cel.Call("size", cur), cel.Int(int64(i))))
 			cur = cel.Index(cur, cel.Int(int64(i)))
 			continue
 		}
-		cs = append(cs, present(cur, t))
+		if !always[pathKey(toks[:n+1])] {
+			cs = append(cs, present(cur, t))
+		}
 		cur = cel.Index(cur, cel.Str(t))
 	}
 	return cel.And(cs...)

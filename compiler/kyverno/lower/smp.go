@@ -24,7 +24,7 @@ import (
 // anchors: (key) conditions (on a map: the whole rule is skipped when one fails; in a list of
 // maps: the patch applies to the items that pass), +(key) add-if-not-present.
 func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops cel.Expr, err error) {
-	g := &smp{}
+	g := &smp{always: rootMaps(apiVersion, kind)}
 	s := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 	g.reach = cel.True
 	ops, err = g.mapOps(cel.Pointer{}, object, patch, s, "", true)
@@ -70,6 +70,10 @@ type smp struct {
 	vars  int
 	// reach is the condition that the map mapOps works on exists (static maps only).
 	reach cel.Expr
+	// always: the places where every object of the kind has a map at admission (alwaysMaps);
+	// path: the field names of the static map mapOps works on.
+	always map[string]bool
+	path   []string
 }
 
 func (g *smp) fresh(prefix string) string {
@@ -148,14 +152,23 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 		case nil:
 			parts = append(parts, cel.Guarded(present(cur, name), cel.List(cel.PatchOp("remove", cp, nil))))
 		case map[string]any:
-			reach := g.reach
+			reach, path := g.reach, g.path
+			// A map the object always has at admission needs no test and no creation.
+			always := static && g.always[pathKey(append(path[:len(path):len(path)], name))]
 			if static {
-				g.reach = cel.And(reach, present(cur, name))
+				g.path = append(path[:len(path):len(path)], name)
+				if !always {
+					g.reach = cel.And(reach, present(cur, name))
+				}
 			}
 			inner, err := g.mapOps(cp, child, x, fs, f, static)
-			g.reach = reach
+			g.reach, g.path = reach, path
 			if err != nil {
 				return nil, err
+			}
+			if always {
+				parts = append(parts, inner)
+				continue
 			}
 			var whenMissing cel.Expr = cel.List()
 			if !hasCondition(x) {
@@ -166,11 +179,6 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 				if !isEmptyValue(val) {
 					whenMissing = cel.List(cel.PatchOp("add", cp, val))
 				}
-			}
-			if field == "" && name == "metadata" {
-				// Every object admission sees has metadata (a name or generateName).
-				parts = append(parts, inner)
-				continue
 			}
 			parts = append(parts, cel.CondList(present(cur, name), inner, whenMissing))
 		case []any:

@@ -638,9 +638,71 @@ func (st step) expr() cel.Expr {
 			kind := cel.Field(cel.Ident("request"), "kind")
 			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
 		}
-		out = cel.CondList(cel.Or(is...), st[i].e, out)
+		out = cel.CondList(cel.Or(is...), assumeKinds(st[i].e, st[i].kinds), out)
 	}
 	return out
+}
+
+// assumeKinds is e where the request is for one of kinds (its group and kind, any version): the
+// tests of the request's group and kind in the rule's match block and in perKind's branches
+// decided, and the conditions they decide simplified away. When e simplifies to the same
+// expression for each kind on its own, that is the result (a match block's disjunction of kinds
+// becomes its test of the version); otherwise only the tests that have one outcome for every
+// kind are decided.
+func assumeKinds(e cel.Expr, kinds []gk) cel.Expr {
+	var first cel.Expr
+	firstText := ""
+	for i, k := range kinds {
+		f := cel.Fold(e, decideKind([]gk{k}))
+		if i == 0 {
+			first, firstText = f, cel.String(f)
+			continue
+		}
+		if cel.String(f) != firstText {
+			return cel.Fold(e, decideKind(kinds))
+		}
+	}
+	return first
+}
+
+// decideKind gives, for a test request.kind.group == "g" or request.kind.kind == "k", its
+// outcome when it is the same for every one of kinds (nil otherwise, and for other nodes).
+func decideKind(kinds []gk) func(cel.Expr) cel.Expr {
+	return func(x cel.Expr) cel.Expr {
+		op, l, r, ok := cel.AsBinary(x)
+		if !ok || op != "==" {
+			return nil
+		}
+		v, isStr := cel.StrValue(r)
+		operand, name, isField := cel.AsField(l)
+		if !isStr || !isField || name != "group" && name != "kind" {
+			return nil
+		}
+		if o, n, ok := cel.AsField(operand); !ok || n != "kind" {
+			return nil
+		} else if id, ok := cel.AsIdent(o); !ok || id != "request" {
+			return nil
+		}
+		seenTrue, seenFalse := false, false
+		for _, k := range kinds {
+			got := k.Kind
+			if name == "group" {
+				got = k.Group
+			}
+			if got == v {
+				seenTrue = true
+			} else {
+				seenFalse = true
+			}
+		}
+		switch {
+		case seenTrue && !seenFalse:
+			return cel.True
+		case seenFalse && !seenTrue:
+			return cel.False
+		}
+		return nil
+	}
 }
 
 // conditionsOf is the preconditions' keys and values, for the variables they read.

@@ -279,9 +279,20 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		rules = append(rules, emitted{rk, mayFail > failing, e, r})
 	}
 	for _, step := range steps(rules) {
-		e := step.expr()
+		e, parts := step.expr()
+		if len(parts) == 0 {
+			continue // no rule of the step can change an object of its kinds
+		}
 		s, err := env.Print(e)
-		if err == nil {
+		// The parts (each rule's operations, lists of JSONPatch; the whole chooses one by the
+		// request's kind) are checked one by one: cel-go's checker takes time quadratic in
+		// the number of generic calls of one expression. Tests check the whole too.
+		for _, part := range parts {
+			if err == nil {
+				err = env.CheckJSONPatchExpr(part)
+			}
+		}
+		if err == nil && cel.SelfChecking() && len(parts) > 1 {
 			err = env.CheckJSONPatchExpr(e)
 		}
 		if err != nil {
@@ -626,21 +637,28 @@ func steps(rules []emitted) []step {
 	}
 }
 
-// expr is the step's operations: each rule's, for the kinds it runs for in this step.
-func (st step) expr() cel.Expr {
+// expr is the step's operations: each rule's, for the kinds it runs for in this step; and the
+// parts it chooses from by the request's kind (the rules' operations that are not empty lists).
+func (st step) expr() (cel.Expr, []cel.Expr) {
 	if len(st) == 1 && len(st[0].kinds) == len(st[0].emitted.kinds) {
-		return st[0].e
+		return st[0].e, []cel.Expr{st[0].e}
 	}
 	var out cel.Expr = cel.List()
+	var parts []cel.Expr
 	for i := len(st) - 1; i >= 0; i-- {
 		var is []cel.Expr
 		for _, k := range st[i].kinds {
 			kind := cel.Field(cel.Ident("request"), "kind")
 			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
 		}
-		out = cel.CondList(cel.Or(is...), assumeKinds(st[i].e, st[i].kinds), out)
+		e := assumeKinds(st[i].e, st[i].kinds)
+		if !cel.IsEmpty(e) {
+			parts = append(parts, e)
+		}
+		out = cel.CondList(cel.Or(is...), e, out)
 	}
-	return out
+	slices.Reverse(parts)
+	return out, parts
 }
 
 // assumeKinds is e where the request is for one of kinds (its group and kind, any version): the

@@ -137,9 +137,9 @@ func TestPlanGroupsAndRounds(t *testing.T) {
 		{"an image set whole is fed back to another tag", // b-full writes one constant, reading nothing: a chain of two
 			[]string{image("a-tag", "spec.containers[name: *].image", "", "", ":v2"), image("b-full", "spec.containers[name: *].image", "my.reg", "app", ":v1")},
 			[]string{"AssignImage/a-tag+AssignImage/b-full"}, []int{2}},
-		{"an image rewritten twice, each reading the other's", // a cycle of two: the bound for a cycle
-			[]string{image("a-tag", "spec.containers[name: *].image", "", "", ":v2"), image("b-path", "spec.containers[name: *].image", "my.reg", "app", "")},
-			[]string{"AssignImage/a-tag+AssignImage/b-path"}, []int{3}},
+		{"an image's tag rewritten twice, each reading the other's", // a cycle of two: the bound for a cycle
+			[]string{image("a-tag", "spec.containers[name: *].image", "", "", ":v2"), image("b-domain-tag", "spec.containers[name: *].image", "my.reg", "", ":v1")},
+			[]string{"AssignImage/a-tag+AssignImage/b-domain-tag"}, []int{3}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

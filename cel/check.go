@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -89,7 +90,13 @@ func (e *Env) Print(x Expr) (string, error) {
 		return "", fmt.Errorf("internal error: cannot print CEL: %v", err)
 	}
 	out, err := unparse(tree, b.info)
-	if err == nil && selfCheck.Load() {
+	if err != nil {
+		return "", err
+	}
+	if n := utf8.RuneCountInString(out); n > MaxExpressionCodePoints {
+		return "", fmt.Errorf("the expression is %d code points long, above the %d the API server's CEL parser accepts", n, MaxExpressionCodePoints)
+	}
+	if selfCheck.Load() {
 		parsed, perr := e.printParsed(x)
 		if perr != nil {
 			return "", perr
@@ -172,6 +179,10 @@ type shapeCache struct {
 	mu sync.Mutex
 	ok map[string]bool
 }
+
+// MaxExpressionCodePoints is the longest expression the API server's CEL parser accepts: cel-go's
+// default, which its CEL environments keep.
+const MaxExpressionCodePoints = 100_000
 
 // maxShapes bounds the cache of a long-running process; when full it starts again.
 const maxShapes = 100000

@@ -433,13 +433,19 @@ func mayMatchAny(ms []*ir.Mutation, rules []ir.Rule) bool {
 }
 
 // jsonPatchOfParts prints a fused expression and checks it part by part: each part is a
-// list of JSONPatch operations, and so is their concatenation. (cel-go's checker takes time
+// list of JSONPatch operations, and so is their concatenation (parts iterating over one list
+// are checked before cel.MergeLoops shares their loop: it keeps each body's type). (cel-go's checker takes time
 // quadratic in the number of generic calls in one expression, which made checking large fused
 // expressions whole the bulk of compile time.) Parts already checked (a step repeated in a
 // later round, or of the same shape) are not checked again.
 func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, check func(cel.Expr) error) (string, error) {
 	if len(parts) == 0 {
 		parts = []cel.Expr{whole} // nothing but empty lists: check the whole, as the API server will
+	}
+	// Printed first: it refuses an expression longer than the API server parses.
+	text, err := p.env.Print(whole) // checked whole in tests (cel.SelfCheck) by the caller
+	if err != nil {
+		return "", err
 	}
 	var todo []cel.Expr
 	for _, part := range parts {
@@ -456,7 +462,7 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 			return "", err
 		}
 	}
-	return p.env.Print(whole) // checked whole in tests (cel.SelfCheck) by the caller
+	return text, nil
 }
 
 // conflict finds a step of a and a step of b (which follows a) that cannot be fused, and why
@@ -502,9 +508,14 @@ func allFusable(fz *plan.Fuser, a, b []step, inOrder bool) bool {
 	return true
 }
 
-// maxFusedLength bounds the (unformatted) length of a fused expression: the API server refuses
-// expressions longer than 100,000 characters, and type-checking slows down with size.
-const maxFusedLength = 20000
+// maxFusedLength bounds the (unformatted) length of a fused expression, from what the API server
+// does with it. It parses at most cel.MaxExpressionCodePoints, which cel.Env.Print enforces. And it type-checks each expression whole when the policy is written (and
+// when it starts): cel-go's checker takes time quadratic in the generic calls of one
+// expression: 0.1–0.35 s for 20,000 characters, 0.25–0.55 s for 40,000 and 1–2.5 s for
+// 65,000–90,000 (one core of a busy two-core machine). 40,000 keeps a mutation's check under a second, where the cut costs a mutation per
+// request every time: realistic-50's Pods go through one mutation, not two. (mapc itself checks
+// the parts, which take linear time.)
+const maxFusedLength = 40000
 
 // fusedPatch is one JSONPatch expression for a batch of independent steps: first the object
 // nodes several of them would create (each once, empty), then every step's operations, all
@@ -660,9 +671,10 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	// cel.Shape); compaction only regroups lists of operations and writes an operation as an
 	// optional element or a member of an added object, which keeps every part's type.
 	// cel.SelfCheck (on in tests) checks the compacted expression whole as well.
+	checked := parts
 	parts = cel.MergeLoops(parts, env.Features())
 	if len(parts) == 0 {
-		return e, parts, nil
+		return e, checked, nil
 	}
 	compacted := cel.CompactTerms(parts)
 	if len(compacted) == 0 {
@@ -672,7 +684,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	for _, p := range compacted[1:] {
 		e = cel.Bin("+", e, p)
 	}
-	return e, parts, nil
+	return e, checked, nil
 }
 
 // unionSize bounds the length a merge's values add to a union (lower.MergeUnion) of merges into its

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/backend"
 	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
@@ -79,6 +80,30 @@ func TestEveryKindGroupsJoinKindPolicies(t *testing.T) {
 		}
 		if len(p.Policy.Spec.MatchConstraints.ExcludeResourceRules) > 0 {
 			t.Errorf("%s excludes %+v although the mutators for every kind (five mutations) were not merged", p.Policy.Name, p.Policy.Spec.MatchConstraints.ExcludeResourceRules)
+		}
+	}
+}
+
+// TestExpressionOverParserLimitRefused: a mutation whose expression the API server's CEL parser
+// would refuse (longer than cel.MaxExpressionCodePoints) is refused at compile time in both
+// layouts, saying why (not with the expression's text); a shorter one compiles.
+func TestExpressionOverParserLimitRefused(t *testing.T) {
+	for _, n := range []int{20_000, 40_000} { // the value appears three times (where each parent is missing)
+		doc := fmt.Sprintf("apiVersion: mutations.gatekeeper.sh/v1\nkind: AssignMetadata\nmetadata: {name: big}\nspec:\n  location: metadata.annotations.big\n  parameters:\n    assign: {value: %s}\n", strings.Repeat("x", n))
+		docs, err := source.Parse("mutators.yaml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, layout := range []route.Layout{route.LayoutFused, route.LayoutPerMutator} {
+			out := backend.Compile(docs, route.Options{Layout: layout})
+			var msgs []string
+			for _, p := range out.Problems {
+				msgs = append(msgs, p.Error())
+			}
+			refused := strings.Contains(strings.Join(msgs, "\n"), "code points long, above the 100000 the API server's CEL parser accepts")
+			if refused != (3*n > cel.MaxExpressionCodePoints) || len(msgs) > 0 && !refused {
+				t.Errorf("%d characters, %s: problems %q", n, layout, msgs)
+			}
 		}
 	}
 }

@@ -57,7 +57,7 @@ func TestScheduleKeepsDependentOrder(t *testing.T) {
 				}
 			}
 		}
-		if moved == 0 && !strings.Contains(path, "realistic-20/") && !strings.Contains(path, "realistic-50/") { // their steps need no reordering
+		if moved == 0 && !strings.Contains(path, "/realistic-") { // their steps need no reordering
 			t.Errorf("%s: nothing was reordered; the check above would test nothing", path)
 		}
 	}

@@ -166,8 +166,13 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
-				if op, ok := st.m.Op.(ir.MergeSet); ok && fz.UnionKey(st.m) != "" {
-					joined[st.m] = unionSize(st, op.Values)
+				if fz.UnionKey(st.m) != "" {
+					switch op := st.m.Op.(type) {
+					case ir.MergeSet:
+						joined[st.m] = unionSize(st, op.Values)
+					case ir.PruneSet:
+						joined[st.m] = unionSize(st, op.Values)
+					}
 				}
 			}
 		}
@@ -733,16 +738,27 @@ func unionsOf(fz *plan.Fuser, batch []step) map[string][]step {
 	return out
 }
 
-// unionPart is the operations of the merges u into one list, computed together
-// (lower.MergeUnion), each where its guard and label selector hold.
+// unionPart is the operations of the merges (or the prunes) u of one list, computed together
+// (lower.MergeUnion, lower.PruneUnion), each where its guard and label selector hold.
 func unionPart(env *cel.Env, u []step, assume int) (cel.Expr, error) {
 	parts := make([]lower.MergePart, len(u))
+	prunes := false
 	for i, s := range u {
 		labels, err := cel.LabelsMatch(s.m.Match.LabelSelector)
 		if err != nil {
 			return nil, err
 		}
-		parts[i] = lower.MergePart{Values: s.m.Op.(ir.MergeSet).Values, When: cel.And(s.guard, labels)}
+		var vals []any
+		switch op := s.m.Op.(type) {
+		case ir.MergeSet:
+			vals = op.Values
+		case ir.PruneSet:
+			vals, prunes = op.Values, true
+		}
+		parts[i] = lower.MergePart{Values: vals, When: cel.And(s.guard, labels)}
+	}
+	if prunes {
+		return lower.PruneUnion(u[0].m, parts, env.Features(), assume)
 	}
 	return lower.MergeUnion(u[0].m, parts, env.Features(), assume)
 }

@@ -72,6 +72,9 @@ type jpgen struct {
 	// union, when set, is the list of values a union of merges adds (MergeUnion), which the
 	// merge's operations use instead of its own values.
 	union cel.Expr
+	// pruned, when set, is the list of values a union of prunes removes (PruneUnion), which the
+	// prune's operations use instead of its own values.
+	pruned cel.Expr
 }
 
 // negate is !e, as a != for an ==.
@@ -649,9 +652,16 @@ func (g *jpgen) leafExisting(child cel.Expr, p cel.Pointer) (cel.Expr, error) {
 		}
 		return out, nil
 	case ir.PruneSet:
+		var vals cel.Expr = g.pruned
+		if vals == nil {
+			var err error
+			if vals, err = cel.Value(op.Values); err != nil {
+				return nil, err
+			}
+		}
 		if g.singleOpSet() {
 			v := cel.Ident("v")
-			if one := dedupe(op.Values); len(one) == 1 {
+			if one := dedupe(op.Values); len(one) == 1 && g.pruned == nil {
 				// One value: a membership test and a comparison, where a list literal would be
 				// built for each element (10 each in the cost model).
 				val, err := cel.Value(one[0])
@@ -661,10 +671,6 @@ func (g *jpgen) leafExisting(child cel.Expr, p cel.Pointer) (cel.Expr, error) {
 				return cel.Cond(cel.Bin("in", val, child),
 					cel.List(cel.PatchOp("replace", p, cel.Method(child, "filter", v, cel.Bin("!=", v, val)))), cel.List()), nil
 			}
-			vals, err := cel.Value(op.Values)
-			if err != nil {
-				return nil, err
-			}
 			return cel.Cond(cel.Method(child, "exists", v, cel.Bin("in", v, vals)),
 				cel.List(cel.PatchOp("replace", p, cel.Method(child, "filter", v, cel.Not(cel.Bin("in", v, vals))))), cel.List()), nil
 		}
@@ -673,10 +679,6 @@ func (g *jpgen) leafExisting(child cel.Expr, p cel.Pointer) (cel.Expr, error) {
 		}
 		// Remove every element equal to a value, by index; each removal shifts the later indices
 		// down by one, so the k-th removal (in ascending order) is at index i - k.
-		vals, err := cel.Value(op.Values)
-		if err != nil {
-			return nil, err
-		}
 		i, e, k := cel.Ident("pi"), cel.Ident("pe"), cel.Ident("pk")
 		idx := cel.Method(child, "transformList", i, e, cel.Bin("in", e, vals), i)
 		return cel.Method(idx, "transformList", k, i, cel.PatchOp("remove", p.Index(cel.Bin("-", i, k)), nil)), nil

@@ -93,6 +93,66 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 	return cel.Guarded(cel.Or(whens...), ops), nil
 }
 
+// unionPruned names the list of values a union of prunes removes, bound once (let) when used
+// more than once.
+const unionPruned = "pruned"
+
+// PruneUnion is the list(JSONPatch) of ModifySet prunes of one list computed in one expression:
+// parts with m's location and path tests (m is one of them; the label selectors are in the
+// parts' When, m's own is not used), none without values.
+//
+// Gatekeeper runs the prunes one after the other, each removing every element equal to one of
+// its values and creating the list's missing parents (not the list). Removals of values commute,
+// so the prunes that apply remove, together, every element equal to a value of one of them, in
+// any order; the parents are created where one of them applies. The expression builds the list
+// of those values once, as a list literal (a value is an element where the When of a prune
+// holding it holds), and then does what one prune of those values does. shared is
+// JSONPatchAssuming's.
+func PruneUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (cel.Expr, error) {
+	var vals []any
+	var conds, whens []cel.Expr
+	seen := map[string]bool{}
+	for _, p := range parts {
+		if k := cel.String(p.When); !seen[k] {
+			seen[k] = true
+			whens = append(whens, p.When)
+		}
+	}
+	for _, p := range parts {
+		for _, v := range dedupe(p.Values) {
+			if holds(vals, v) {
+				continue
+			}
+			var in []cel.Expr
+			for _, q := range parts {
+				if holds(q.Values, v) {
+					in = append(in, q.When)
+				}
+			}
+			vals, conds = append(vals, v), append(conds, cel.Or(in...))
+		}
+	}
+	list, err := optionalValues(vals, conds)
+	if err != nil {
+		return nil, err
+	}
+	u := *m
+	u.Match.LabelSelector = nil
+	u.Op = ir.PruneSet{Values: vals}
+	u.Completions = nil
+	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, pruned: cel.Ident(unionPruned)}
+	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
+	if err != nil {
+		return nil, err
+	}
+	if cel.Uses(ops, unionPruned) > 1 {
+		ops = cel.Let(unionPruned, list, ops)
+	} else {
+		ops = cel.Substitute(ops, unionPruned, list)
+	}
+	return cel.Guarded(cel.Or(whens...), ops), nil
+}
+
 // maxUnionTerms bounds the conditions of earlier merges a union writes for its values before
 // it lists them once per merge instead (firstOfEqual).
 const maxUnionTerms = 256

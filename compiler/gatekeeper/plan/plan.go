@@ -986,13 +986,23 @@ func (f *footprint) unites(g *footprint) bool {
 }
 
 // UnionKey is, for a ModifySet merge that can be computed with others in one expression
-// (lower.MergeUnion), what must be the same for them: its location and its path tests; else "".
+// (lower.MergeUnion), or a prune (lower.PruneUnion), what must be the same for them: the
+// operation, its location and its path tests; else "".
 // Merges with the same key, computed from one object in Gatekeeper's order, give what they give
 // one after the other: each value is added unless the list holds it or an earlier merge of the
 // union that applies adds it. Left out are merges without values (Gatekeeper sets an empty list
 // where it is missing), with a value twice (Gatekeeper sets the duplicates where the list is
 // missing) and with completions (their new element is written with others' values).
 func UnionKey(m *ir.Mutation) string {
+	if op, ok := m.Op.(ir.PruneSet); ok {
+		// Prunes of one list likewise (lower.PruneUnion): removals of values commute, so each
+		// removes its values whichever runs first (setsCommute) and one expression removes them
+		// all. Keyed apart from merges, which a prune of one list does not join.
+		if len(op.Values) == 0 || len(m.Completions) > 0 {
+			return ""
+		}
+		return fmt.Sprintf("prune %s %v %v", ir.PathKey(m.Path), m.ExistsOK, m.MissingOK)
+	}
 	op, ok := m.Op.(ir.MergeSet)
 	if !ok || len(op.Values) == 0 || len(m.Completions) > 0 {
 		return ""

@@ -20,6 +20,9 @@ const (
 	engFused      = "mapc fused"
 	engPerMutator = "mapc per-mutator"
 	engExpert     = "hand-written"
+	// engExpertPerPolicy: hand-written, one policy per input policy; the ratios' base where a
+	// workload has it.
+	engExpertPerPolicy = "hand-written per policy"
 	// Kyverno's workloads: Kyverno's engine is a separate program reached over a pipe, so its
 	// time includes the IPC and is no ratio's base; mapc compiles Kyverno policies in one layout.
 	engKyverno = "kyverno engine (incl. IPC)"
@@ -61,12 +64,13 @@ func setupAdmit(tb testing.TB, wl WorkloadSpec) (cases []*admitCase, mismatch st
 		}
 		cases = append(cases, c)
 	}
+	var kyv *Kyverno
 	if w.Kyverno {
 		path, err := kyvernobin.Path()
 		if err != nil {
 			tb.Fatal(err)
 		}
-		kyv, err := NewKyverno(w, path)
+		kyv, err = NewKyverno(w, path)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -98,6 +102,13 @@ func setupAdmit(tb testing.TB, wl WorkloadSpec) (cases []*admitCase, mismatch st
 	if wl.Expert != "" {
 		sets, err := ReadPolicies(Path(wl.Expert))
 		add(engExpert, sets, err, 0)
+	}
+	if wl.ExpertPerPolicy != "" {
+		sets, err := ReadPolicies(Path(wl.ExpertPerPolicy))
+		if err == nil && kyv != nil {
+			sets = kyv.InputOrder(sets) // as the compiled policies, in the order the engine applies them
+		}
+		add(engExpertPerPolicy, sets, err, 0)
 	}
 	tb.Cleanup(func() {
 		for _, c := range cases {

@@ -349,6 +349,20 @@ type WorkloadSpec struct {
 	MoreObjects string
 	Bench       string // the timed object
 	Expert      string // hand-written policies for the same mutations ("" if none)
+	// ExpertPerPolicy, when not empty, holds hand-written policies for the same mutations, one
+	// per input policy (Kyverno's: the shape mapc's output has, which the ratios compare with).
+	ExpertPerPolicy string
+}
+
+// Experts are the workload's hand-written policy files.
+func (s WorkloadSpec) Experts() []string {
+	var out []string
+	for _, p := range []string{s.Expert, s.ExpertPerPolicy} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Workloads are the bench's mutator sets.
@@ -366,7 +380,8 @@ func Workloads() []WorkloadSpec {
 		{Name: "generated-500", Generated: 500, Seed: 1, Objects: objs, Bench: pod},
 		{Name: "kyverno-examples", Mutators: "examples/kyverno/policies", Objects: "examples/kyverno/objects",
 			MoreObjects: "testdata/bench/kyverno-examples/objects.yaml", Bench: "Pod/team-c/mixed",
-			Expert: "testdata/bench/kyverno-examples/expert-policies.yaml"},
+			Expert:          "testdata/bench/kyverno-examples/expert-policies.yaml",
+			ExpertPerPolicy: "testdata/bench/kyverno-examples/expert-per-policy.yaml"},
 	}
 }
 

@@ -56,14 +56,15 @@ func TestExpertPoliciesMatchGatekeeper(t *testing.T) {
 	}
 }
 
-// TestExpertPoliciesMatchKyverno: the hand-written baselines of the Kyverno workloads give, for
-// every object of their workload, in every order of the hand-written policies and again
-// (idempotence), the object Kyverno's engine stores with its policies in the order of the input,
-// as mapc verify --policies checks them.
+// TestExpertPoliciesMatchKyverno: the hand-written baselines of the Kyverno workloads, fused
+// and one per Kyverno policy, give for every object of their workload, in every order of the
+// hand-written policies and again (idempotence), the object Kyverno's engine stores with its
+// policies in the same order (those a policy's mapc.dev/source annotation names; the order of
+// the input for the fused ones), as mapc verify --policies checks them.
 func TestExpertPoliciesMatchKyverno(t *testing.T) {
 	n := 0
 	for _, wl := range Workloads() {
-		if wl.Expert == "" || !strings.HasPrefix(wl.Name, "kyverno-") {
+		if len(wl.Experts()) == 0 || !strings.HasPrefix(wl.Name, "kyverno-") {
 			continue
 		}
 		n++
@@ -72,28 +73,32 @@ func TestExpertPoliciesMatchKyverno(t *testing.T) {
 			if !w.Kyverno || len(w.Mutators) == 0 {
 				t.Fatalf("%s: no Kyverno policies in %s", wl.Name, wl.Mutators)
 			}
-			sets, err := ReadPolicies(Path(wl.Expert))
-			if err != nil {
-				t.Fatal(err)
-			}
 			path, err := kyvernobin.Path()
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, err := verify.NewKyvernoReference(path, w.Mutators)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := verify.NewSets(nil, sets, verify.Options{Namespaces: w.Namespaces, Idempotence: true, Reference: ref})
-			if err != nil {
-				ref.Close()
-				t.Fatal(err)
-			}
-			defer v.Close()
-			for _, obj := range w.Objects {
-				if r := v.Check(context.Background(), verify.Case{Object: obj}); !r.Pass {
-					t.Errorf("%s", verify.Report([]verify.Result{r}))
-				}
+			for _, expert := range wl.Experts() {
+				t.Run(filepath.Base(expert), func(t *testing.T) {
+					sets, err := ReadPolicies(Path(expert))
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref, err := verify.NewKyvernoReference(path, w.Mutators)
+					if err != nil {
+						t.Fatal(err)
+					}
+					v, err := verify.NewSets(nil, sets, verify.Options{Namespaces: w.Namespaces, Idempotence: true, Reference: ref})
+					if err != nil {
+						ref.Close()
+						t.Fatal(err)
+					}
+					defer v.Close()
+					for _, obj := range w.Objects {
+						if r := v.Check(context.Background(), verify.Case{Object: obj}); !r.Pass {
+							t.Errorf("%s", verify.Report([]verify.Result{r}))
+						}
+					}
+				})
 			}
 		})
 	}

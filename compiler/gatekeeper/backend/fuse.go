@@ -199,37 +199,18 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		var wholes []cel.Expr
 		chunks := schedule(fz, seq)
 		var contents []emit.Contents
-		// after, why: why the next mutation cannot join the one being built (prevAfter,
-		// prevWhy: the same for the one being built and the one before it).
-		var after, why, prevAfter, prevWhy string
-		for i := 0; i < len(chunks); {
-			batch := append([]step(nil), chunks[i]...)
-			total := sizeIn(batch, nil)
-			j := i + 1
-			for j < len(chunks) {
-				add := sizeIn(chunks[j], batch)
-				if total+add > maxFusedLength {
-					after, why = "", fmt.Sprintf("the expression before it reached %d characters", maxFusedLength)
-					break
-				}
-				if a, _, r := conflict(fz, batch, chunks[j]); r != "" {
-					after, why = fmt.Sprintf("%s (round %d)", a.m.Source, a.round+1), r
-					break
-				}
-				if !env.Features().Flatten && sharesInsideLists(fz, batch, chunks[j]) {
-					after, why = "", "computed together they would create a node inside list elements once for both, which needs lists.flatten() (Kubernetes 1.35+)"
-					break
-				}
-				total += add
-				batch = append(batch, chunks[j]...)
-				j++
+		bins := pack(fz, chunks, sizeIn, env.Features().Flatten)
+		for bi, bin := range bins {
+			batch := bin.steps
+			prevAfter, prevWhy := "", ""
+			if bi > 0 {
+				prevAfter, prevWhy = bin.after, bin.why
 			}
 			c := emit.Contents{After: prevAfter, Why: prevWhy, LeavesOut: leavesOut(fz, batch)}
 			for _, s := range batch {
 				c.Steps = append(c.Steps, emit.Step{Source: emitSource(s.m.Source), Round: s.round + 1})
 			}
 			contents = append(contents, c)
-			prevAfter, prevWhy, after, why = after, why, "", ""
 			e, parts, err := fusedParts(env, fz, batch, opsOf, b.match.Rules)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
@@ -243,7 +224,6 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				return nil, &mutationError{batch[0].m, err}
 			}
 			muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: text})
-			i = j
 		}
 		if len(muts) == 0 {
 			return nil, nil
@@ -468,6 +448,71 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 		}
 	}
 	return text, nil
+}
+
+// bin is the steps of one fused mutation, their expression's length (at most), and why the
+// chunk that opened it joins no earlier mutation (after: the step it cannot follow in one
+// expression, if one; why: the reason).
+type bin struct {
+	steps      []step
+	total      int
+	after, why string
+}
+
+// pack puts the chunks, in schedule's order, into mutations: each into the earliest mutation it
+// can join (fusable after its steps, within maxFusedLength, and sharing no node inside list
+// elements unless flatten is there) among those it may move before, which are the last one and,
+// going back, each one whose steps all commute with it (plan.Fuser.Commute: either order gives the
+// same object, so running it earlier changes nothing). Chunks that do not commute keep their
+// order; a chunk that fits nowhere opens a new mutation at the end. sizeIn is what a chunk adds
+// to a mutation's expression.
+func pack(fz *plan.Fuser, chunks [][]step, sizeIn func(c, batch []step) int, flatten bool) []*bin {
+	var bins []*bin
+	for _, c := range chunks {
+		best, add := -1, 0
+		after, why := "", ""
+		for k := len(bins) - 1; k >= 0; k-- {
+			b := bins[k]
+			n := sizeIn(c, b.steps)
+			var a, r string
+			switch x, _, cr := conflict(fz, b.steps, c); {
+			case b.total+n > maxFusedLength:
+				r = fmt.Sprintf("the expression before it reached %d characters", maxFusedLength)
+			case cr != "":
+				a, r = fmt.Sprintf("%s (round %d)", x.m.Source, x.round+1), cr
+			case !flatten && sharesInsideLists(fz, b.steps, c):
+				r = "computed together they would create a node inside list elements once for both, which needs lists.flatten() (Kubernetes 1.35+)"
+			}
+			if k == len(bins)-1 {
+				after, why = a, r
+			}
+			if r == "" {
+				best, add = k, n
+			}
+			if !commutesAll(fz, c, b.steps) {
+				break
+			}
+		}
+		if best < 0 {
+			bins = append(bins, &bin{steps: append([]step(nil), c...), total: sizeIn(c, nil), after: after, why: why})
+			continue
+		}
+		bins[best].steps = append(bins[best].steps, c...)
+		bins[best].total += add
+	}
+	return bins
+}
+
+// commutesAll: does every step of c commute with every step of batch?
+func commutesAll(fz *plan.Fuser, c, batch []step) bool {
+	for _, x := range c {
+		for _, y := range batch {
+			if !fz.Commute(x.m, y.m) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // conflict finds a step of a and a step of b (which follows a) that cannot be fused, and why

@@ -83,6 +83,8 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 	couplings := map[int][]Coupling{}
 	unions := map[string]map[int]bool{} // merges into one list (UnionKey) whose order matters
 	var unionOrder []string
+	orders := map[string]map[int]bool{} // by reason, the mutators whose order decides the result
+	var orderReasons []string
 	for i := 0; i < n; i++ {
 		for _, j := range cand[i] {
 			if i == j || !overlap(ms[i].Match, ms[j].Match) {
@@ -121,7 +123,13 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				} else if read {
 					why[i] = append(why[i], fmt.Sprintf("%s → %s: %s", ms[i].Source, ms[j].Source, reason))
 				} else {
-					why[i] = append(why[i], fmt.Sprintf("%s, %s: %s (their order decides the result)", ms[i].Source, ms[j].Source, reason))
+					// One line for all the mutators with the same reason (appends to one list,
+					// writers of one field), not one for each pair.
+					if orders[reason] == nil {
+						orderReasons = append(orderReasons, reason)
+						orders[reason] = map[int]bool{}
+					}
+					orders[reason][i], orders[reason][j] = true, true
 				}
 			}
 		}
@@ -138,6 +146,27 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 		}
 		why[idx[0]] = append(why[idx[0]], fmt.Sprintf("%s: each merges values into %s (their order decides the order of the new elements)",
 			strings.Join(names, ", "), ir.PathString(ms[idx[0]].Path)))
+	}
+	for _, reason := range orderReasons {
+		// Mutators with one reason in different groups (matches apart) get a line each group.
+		byGroup := map[int][]int{}
+		for i := range orders[reason] {
+			byGroup[find(i)] = append(byGroup[find(i)], i)
+		}
+		for _, idx := range byGroup {
+			sort.Ints(idx)
+			names := make([]string, len(idx))
+			for n, i := range idx {
+				names[n] = ms[i].Source.String()
+			}
+			r := reason
+			if len(idx) > 2 {
+				if rest, ok := strings.CutPrefix(r, "both "); ok {
+					r = "all " + rest
+				}
+			}
+			why[idx[0]] = append(why[idx[0]], fmt.Sprintf("%s: %s (their order decides the result)", strings.Join(names, ", "), r))
+		}
 	}
 	byRoot := map[int][]int{}
 	var roots []int

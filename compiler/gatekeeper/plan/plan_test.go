@@ -698,3 +698,30 @@ func TestImagesCommute(t *testing.T) {
 		})
 	}
 }
+
+// TestWhyOneLinePerSet: mutators whose order decides the result for one reason (appends of
+// different keys to one list) are named in one line, not in a line for each pair; a pair
+// keeps its "both".
+func TestWhyOneLinePerSet(t *testing.T) {
+	env := func(name, key string) string {
+		return assign(name, "spec.containers[name: *].env[name: "+key+"]", "{name: "+key+", value: x}", "")
+	}
+	for _, c := range []struct {
+		docs []string
+		want string
+	}{
+		{[]string{env("a", "A"), env("b", "B"), env("c", "C")},
+			"Assign/a, Assign/b, Assign/c: all append to spec.containers[name: *].env, so the order of the new elements depends on which runs first (their order decides the result)"},
+		{[]string{env("a", "A"), env("b", "B")},
+			"Assign/a, Assign/b: both append to spec.containers[name: *].env, so the order of the new elements depends on which runs first (their order decides the result)"},
+	} {
+		gs := plan.Plan(mutations(t, c.docs...))
+		if len(gs) != 1 || len(gs[0].Why) != 1 || gs[0].Why[0] != c.want {
+			var why [][]string
+			for _, g := range gs {
+				why = append(why, g.Why)
+			}
+			t.Errorf("why %q, want one group and [%q]", why, c.want)
+		}
+	}
+}

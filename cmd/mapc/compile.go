@@ -53,7 +53,8 @@ into a directory of one file per policy and a kustomization.yaml, replaced atomi
 Exit status: 0 ok; 1 a mutator was refused or invalid, no mutator was found (see --allow-empty),
 a file could not be read, or --check found drift; 2 usage error. Every problem is listed on
 stderr as file:line: Kind/name: field: what is wrong, and nothing is written unless
---skip-unsupported. A summary line on stderr ends every run.`,
+--skip-unsupported. A summary line on stderr ends every run. On a terminal, a run longer than a
+second shows what it is doing on stderr, on one line cleared at the end.`,
 		Example: `  mapc compile examples/gatekeeper
   mapc compile -f mutators/ --output-dir deploy/policies
   mapc compile -f mutators/ --output-dir deploy/policies --check
@@ -157,7 +158,9 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	if err := f.install.apply(&opts); err != nil {
 		return err
 	}
+	done := progress(stderr, func() string { return fmt.Sprintf("compiling %d documents", len(docs)) })
 	out := compiler.Compile(docs, opts)
+	done()
 	apiVersion := emit.APIVersion(kv)
 	warnings, sizeErr := emit.CheckSizes(out.Policies, apiVersion)
 	if sizeErr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +45,8 @@ its webhook drives it, and through the compiled MutatingAdmissionPolicies run by
 server's own code, in every order of the policies (all orders up to 24, else sorted, reversed
 and seeded shuffles: the API server's order is arbitrary). It prints PASS or FAIL per object,
 with a diff (the engine's result to the policies' result) and the failing policy order, then
-"N passed, M failed". Exit status 1 if any object differs or any input policy is refused.
+"N passed, M failed". Exit status 1 if any object differs or any input policy is refused. On a
+terminal, a run longer than a second shows how far it is on stderr.
 
 Documents are told apart by kind: Gatekeeper mutators, or Kyverno ClusterPolicies and Policies
 (one language per run); objects to admit (everything else); Namespace objects are admitted too
@@ -262,13 +264,22 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	}
 	var rs []verify.Result
 	failed := 0
+	var mu sync.Mutex
+	done := progress(stderr, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("verifying %d of %d objects, %d failed", min(len(rs)+1, len(objects)), len(objects), failed)
+	})
 	for _, obj := range objects {
 		r := v.Check(ctx, verify.Case{Object: obj})
+		mu.Lock()
 		if !r.Pass {
 			failed++
 		}
 		rs = append(rs, r)
+		mu.Unlock()
 	}
+	done()
 	// The compiled policies read namespaces' labels only for the input policies' selectors, which
 	// the reference checks; hand-written ones may read more.
 	var reads map[string][]string

@@ -234,7 +234,12 @@ type Checker struct {
 	// scope is the variables' names and types: expressions of one shape type-check alike in
 	// every checker of the same scope.
 	scope string
+	types map[string]string // each variable's type, by name
 }
+
+// VariableType is the type the API server gives variable name ("" for none such), as CEL
+// names it ("bool", ...).
+func (c *Checker) VariableType(name string) string { return c.types[name] }
 
 // WithVariables compiles vars, in order, and returns a checker for expressions that use them.
 func (e *Env) WithVariables(vars []Variable) (*Checker, error) {
@@ -243,14 +248,16 @@ func (e *Env) WithVariables(vars []Variable) (*Checker, error) {
 		return nil, err
 	}
 	scope := "jsonpatch"
+	types := map[string]string{}
 	for _, v := range vars {
 		res := cc.CompileAndStoreVariable(&mutating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.NewExpressions)
 		if res.Error != nil {
 			return nil, fmt.Errorf("Kubernetes %s rejects the generated variable %s: %s", e.Version, v.Name, res.Error.Detail)
 		}
 		scope += "\x00" + v.Name + ":" + res.OutputType.String()
+		types[v.Name] = res.OutputType.String()
 	}
-	return &Checker{env: e, cc: cc, scope: scope}, nil
+	return &Checker{env: e, cc: cc, scope: scope, types: types}, nil
 }
 
 // CheckJSONPatchExpr is CheckJSONPatch for a tree, remembering shapes as Env.CheckJSONPatchExpr.

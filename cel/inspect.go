@@ -108,3 +108,15 @@ func SingleOp(t Expr) (c, op Expr, ok bool) { return singleOp(t) }
 // Homogeneous reports whether Value gives the JSON values vs, as the elements of one list
 // literal, without dyn(): all of one simple type.
 func Homogeneous(vs []any) bool { return homogeneous(vs) }
+
+// AsVarRef reads variables.name (VarRef).
+func AsVarRef(e Expr) (name string, ok bool) {
+	operand, name, ok := AsField(e)
+	if !ok {
+		return "", false
+	}
+	if id, ok := AsIdent(operand); !ok || id != "variables" {
+		return "", false
+	}
+	return name, true
+}

@@ -153,6 +153,13 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if verr != nil {
 			return nil, &mutationError{members[0], verr}
 		}
+		// Every guard is a boolean variable, so that a step's operations under it are checked
+		// without it (fusedParts): shapes then repeat across steps with different matches.
+		for _, v := range vars {
+			if t := checker.VariableType(v.Name); t != "bool" {
+				return nil, &mutationError{members[0], fmt.Errorf("internal error: the match variable %s is of type %s, not bool", v.Name, t)}
+			}
+		}
 		seq := sequence(groups, b.groups, guards)
 		for i := range seq {
 			seq[i].gen, seq[i].share = computed[seq[i].m], shares[seq[i].m]
@@ -462,7 +469,7 @@ type bin struct {
 // pack puts the chunks, in schedule's order, into mutations: each into the earliest mutation it
 // can join (fusable after its steps, within maxFusedLength, and sharing no node inside list
 // elements unless flatten is there) among those it may move before, which are the last one and,
-// going back, each one whose steps all commute with it (plan.Fuser.Commute: either order gives the
+// going back (at most maxPackBack), each one whose steps all commute with it (plan.Fuser.Commute: either order gives the
 // same object, so running it earlier changes nothing). Chunks that do not commute keep their
 // order; a chunk that fits nowhere opens a new mutation at the end. sizeIn is what a chunk adds
 // to a mutation's expression.
@@ -471,7 +478,7 @@ func pack(fz *plan.Fuser, chunks [][]step, sizeIn func(c, batch []step) int, fla
 	for _, c := range chunks {
 		best, add := -1, 0
 		after, why := "", ""
-		for k := len(bins) - 1; k >= 0; k-- {
+		for k := len(bins) - 1; k >= 0 && k >= len(bins)-maxPackBack; k-- {
 			b := bins[k]
 			n := sizeIn(c, b.steps)
 			var a, r string
@@ -502,6 +509,11 @@ func pack(fz *plan.Fuser, chunks [][]step, sizeIn func(c, batch []step) int, fla
 	}
 	return bins
 }
+
+// maxPackBack bounds how many mutations back pack looks for room for a chunk: each look
+// compares the chunk with every step of a mutation, and a policy of thousands of mutators has
+// hundreds of mutations.
+const maxPackBack = 4
 
 // commutesAll: does every step of c commute with every step of batch?
 func commutesAll(fz *plan.Fuser, c, batch []step) bool {
@@ -619,7 +631,7 @@ func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules 
 // the steps' operations as lower.JSONPatch gives them (reused where no shared node is assumed);
 // rules, if not nil, are the policy's (assumeRequest).
 func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr, rules []ir.Rule) (cel.Expr, []cel.Expr, error) {
-	var parts []cel.Expr
+	var parts, checkParts []cel.Expr
 	ms := make([]*ir.Mutation, len(batch))
 	guardOf := map[*ir.Mutation]cel.Expr{}
 	for i, s := range batch {
@@ -652,7 +664,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		}
 		e = pre
 		if !cel.IsEmpty(pre) {
-			parts = append(parts, pre)
+			parts, checkParts = append(parts, pre), append(checkParts, pre)
 		}
 	}
 	// The steps of a batch are pairwise independent but for appends to one list, which must
@@ -678,7 +690,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 			if err != nil {
 				return nil, nil, err
 			}
-			parts = append(parts, g)
+			parts, checkParts = append(parts, g), append(checkParts, g)
 			if e == nil {
 				e = g
 			} else {
@@ -708,6 +720,14 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		g := cel.Guarded(s.guard, ops)
 		if !cel.IsEmpty(g) {
 			parts = append(parts, g)
+			// A guard is a policy variable of type bool (compileFused checks it), so g has the
+			// type of ops: checked without the guard, ops of one shape are checked once for every
+			// step with another match.
+			c := g
+			if _, isVar := cel.AsVarRef(s.guard); isVar {
+				c = ops
+			}
+			checkParts = append(checkParts, c)
 		}
 		if e == nil {
 			e = g
@@ -721,7 +741,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 	// cel.Shape); compaction only regroups lists of operations and writes an operation as an
 	// optional element or a member of an added object, which keeps every part's type.
 	// cel.SelfCheck (on in tests) checks the compacted expression whole as well.
-	checked := parts
+	checked := checkParts
 	parts = cel.MergeLoops(parts, env.Features())
 	if len(parts) == 0 {
 		return e, checked, nil

@@ -230,30 +230,28 @@ func namespacesDisjoint(a, b ir.Match) bool {
 	if len(a.Namespaces) == 0 && len(b.Namespaces) == 0 {
 		return false
 	}
-	globs := func(ws []string) []glob {
-		if len(ws) == 0 {
-			return []glob{{'~', ""}}
-		}
-		var out []glob
-		for _, w := range ws {
-			out = append(out, globOf(w))
-		}
-		return out
-	}
-	var excluded []glob
-	for _, w := range append(append([]string(nil), a.ExcludedNamespaces...), b.ExcludedNamespaces...) {
-		excluded = append(excluded, globOf(w))
-	}
+	// Without allocating: this runs for every pair of mutators of a large set.
 	covered := func(p glob) bool {
-		for _, e := range excluded {
-			if e.covers(p) {
-				return true
+		for _, ex := range [2][]string{a.ExcludedNamespaces, b.ExcludedNamespaces} {
+			for _, w := range ex {
+				if globOf(w).covers(p) {
+					return true
+				}
 			}
 		}
 		return false
 	}
-	for _, p := range globs(a.Namespaces) {
-		for _, q := range globs(b.Namespaces) {
+	everywhere := glob{'~', ""}
+	for i := 0; i < max(len(a.Namespaces), 1); i++ {
+		p := everywhere
+		if len(a.Namespaces) > 0 {
+			p = globOf(a.Namespaces[i])
+		}
+		for j := 0; j < max(len(b.Namespaces), 1); j++ {
+			q := everywhere
+			if len(b.Namespaces) > 0 {
+				q = globOf(b.Namespaces[j])
+			}
 			if !globsDisjoint(p, q) && !covered(p) && !covered(q) {
 				return false
 			}

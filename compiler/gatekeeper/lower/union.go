@@ -76,19 +76,27 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 			return nil, err
 		}
 	}
+	g := &jpgen{f: f, shared: shared, elem: -1, union: cel.Ident(unionValues)}
+	return unionOps(g, m, ir.MergeSet{Values: vals}, unionValues, list, whens)
+}
+
+// unionOps is the operations of a union of ModifySets at m's location and with its path tests,
+// where one of whens holds: what one ModifySet of op does, g reading its values from the list
+// named name (list, bound once where used more than once).
+func unionOps(g *jpgen, m *ir.Mutation, op ir.Op, name string, list cel.Expr, whens []cel.Expr) (cel.Expr, error) {
 	u := *m
 	u.Match.LabelSelector = nil
-	u.Op = ir.MergeSet{Values: vals}
+	u.Op = op
 	u.Completions = nil
-	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, union: cel.Ident(unionValues)}
+	g.m = &u
 	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
 	if err != nil {
 		return nil, err
 	}
-	if cel.Uses(ops, unionValues) > 1 {
-		ops = cel.Let(unionValues, list, ops)
+	if cel.Uses(ops, name) > 1 {
+		ops = cel.Let(name, list, ops)
 	} else {
-		ops = cel.Substitute(ops, unionValues, list)
+		ops = cel.Substitute(ops, name, list)
 	}
 	return cel.Guarded(cel.Or(whens...), ops), nil
 }
@@ -136,21 +144,8 @@ func PruneUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 	if err != nil {
 		return nil, err
 	}
-	u := *m
-	u.Match.LabelSelector = nil
-	u.Op = ir.PruneSet{Values: vals}
-	u.Completions = nil
-	g := &jpgen{m: &u, f: f, shared: shared, elem: -1, pruned: cel.Ident(unionPruned)}
-	ops, err := g.walk(0, cel.Ident("object"), cel.Pointer{})
-	if err != nil {
-		return nil, err
-	}
-	if cel.Uses(ops, unionPruned) > 1 {
-		ops = cel.Let(unionPruned, list, ops)
-	} else {
-		ops = cel.Substitute(ops, unionPruned, list)
-	}
-	return cel.Guarded(cel.Or(whens...), ops), nil
+	g := &jpgen{f: f, shared: shared, elem: -1, pruned: cel.Ident(unionPruned)}
+	return unionOps(g, m, ir.PruneSet{Values: vals}, unionPruned, list, whens)
 }
 
 // maxUnionTerms bounds the conditions of earlier merges a union writes for its values before

@@ -174,12 +174,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			if _, ok := size[st.m]; !ok {
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
 				if fz.UnionKey(st.m) != "" {
-					switch op := st.m.Op.(type) {
-					case ir.MergeSet:
-						joined[st.m] = unionSize(st, op.Values)
-					case ir.PruneSet:
-						joined[st.m] = unionSize(st, op.Values)
-					}
+					joined[st.m] = unionSize(st, setValues(st.m))
 				}
 			}
 		}
@@ -426,10 +421,10 @@ func mayMatchAny(ms []*ir.Mutation, rules []ir.Rule) bool {
 
 // jsonPatchOfParts prints a fused expression and checks it part by part: each part is a
 // list of JSONPatch operations, and so is their concatenation (parts iterating over one list
-// are checked before cel.MergeLoops shares their loop: it keeps each body's type). (cel-go's checker takes time
-// quadratic in the number of generic calls in one expression, which made checking large fused
-// expressions whole the bulk of compile time.) Parts already checked (a step repeated in a
-// later round, or of the same shape) are not checked again.
+// are checked before cel.MergeLoops shares their loop: it keeps each body's type). (cel-go's
+// checker takes time quadratic in the number of generic calls in one expression, which made
+// checking large fused expressions whole the bulk of compile time.) Parts already checked (a
+// step repeated in a later round, or of the same shape) are not checked again.
 func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, check func(cel.Expr) error) (string, error) {
 	if len(parts) == 0 {
 		parts = []cel.Expr{whole} // nothing but empty lists: check the whole, as the API server will
@@ -468,11 +463,11 @@ type bin struct {
 
 // pack puts the chunks, in schedule's order, into mutations: each into the earliest mutation it
 // can join (fusable after its steps, within maxFusedLength, and sharing no node inside list
-// elements unless flatten is there) among those it may move before, which are the last one and,
-// going back (at most maxPackBack), each one whose steps all commute with it (plan.Fuser.Commute: either order gives the
-// same object, so running it earlier changes nothing). Chunks that do not commute keep their
-// order; a chunk that fits nowhere opens a new mutation at the end. sizeIn is what a chunk adds
-// to a mutation's expression.
+// elements unless flatten is there) among those it may move before, which are the last one
+// and, going back (at most maxPackBack), each one whose steps all commute with it
+// (plan.Fuser.Commute: either order gives the same object, so running it earlier changes
+// nothing). Chunks that do not commute keep their order; a chunk that fits nowhere opens a new
+// mutation at the end. sizeIn is what a chunk adds to a mutation's expression.
 func pack(fz *plan.Fuser, chunks [][]step, sizeIn func(c, batch []step) int, flatten bool) []*bin {
 	var bins []*bin
 	for _, c := range chunks {
@@ -570,13 +565,13 @@ func allFusable(fz *plan.Fuser, a, b []step, inOrder bool) bool {
 	return true
 }
 
-// maxFusedLength bounds the (unformatted) length of a fused expression, from what the API server
-// does with it. It parses at most cel.MaxExpressionCodePoints, which cel.Env.Print enforces. And it type-checks each expression whole when the policy is written (and
-// when it starts): cel-go's checker takes time quadratic in the generic calls of one
-// expression: 0.1–0.35 s for 20,000 characters, 0.25–0.55 s for 40,000 and 1–2.5 s for
-// 65,000–90,000 (one core of a busy two-core machine). 40,000 keeps a mutation's check under a second, where the cut costs a mutation per
-// request every time: realistic-50's Pods go through one mutation, not two. (mapc itself checks
-// the parts, which take linear time.)
+// maxFusedLength bounds the (unformatted) length of a fused expression, from what the API
+// server does with it. It parses at most cel.MaxExpressionCodePoints, which cel.Env.Print
+// enforces. And it type-checks each expression whole when the policy is written (and when it
+// starts): cel-go's checker takes time quadratic in the generic calls of one expression,
+// 0.1–0.35 s for 20,000 characters, 0.25–0.55 s for 40,000 and 1–2.5 s for 65,000–90,000 (one
+// core of a busy two-core machine). 40,000 keeps a mutation's check under a second, where a cut
+// costs a mutation on every request. (mapc itself checks the parts, in linear time.)
 const maxFusedLength = 40000
 
 // fusedPatch is one JSONPatch expression for a batch of independent steps: first the object
@@ -813,14 +808,9 @@ func unionPart(env *cel.Env, u []step, assume int) (cel.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		var vals []any
-		switch op := s.m.Op.(type) {
-		case ir.MergeSet:
-			vals = op.Values
-		case ir.PruneSet:
-			vals, prunes = op.Values, true
-		}
-		parts[i] = lower.MergePart{Values: vals, When: cel.And(s.guard, labels)}
+		_, isPrune := s.m.Op.(ir.PruneSet)
+		prunes = prunes || isPrune
+		parts[i] = lower.MergePart{Values: setValues(s.m), When: cel.And(s.guard, labels)}
 	}
 	if prunes {
 		return lower.PruneUnion(u[0].m, parts, env.Features(), assume)

@@ -58,6 +58,7 @@ func (sc schemaCache) quirks(g *plan.Group) map[*ir.Mutation]string {
 	return out
 }
 
+// setValues is the values of a ModifySet, merged or pruned (nil for another operation).
 func setValues(m *ir.Mutation) []any {
 	switch op := m.Op.(type) {
 	case ir.MergeSet:

@@ -181,11 +181,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		return cur, nil
 	case jmespath.ASTOrExpression:
-		l, err := c.operand(n.Children[0], cur)
-		if err != nil {
-			return value{}, err
-		}
-		r, err := c.operand(n.Children[1], cur)
+		l, r, err := c.operands(n, cur)
 		if err != nil {
 			return value{}, err
 		}
@@ -558,6 +554,17 @@ func typeOf(v any) types {
 	return tAny
 }
 
+// operands lowers the two operands of a binary expression (||, ==, ...), each on cur.
+func (c *lowering) operands(n jmespath.ASTNode, cur value) (l, r value, err error) {
+	if l, err = c.operand(n.Children[0], cur); err != nil {
+		return value{}, value{}, err
+	}
+	if r, err = c.operand(n.Children[1], cur); err != nil {
+		return value{}, value{}, err
+	}
+	return l, r, nil
+}
+
 // compare is a comparison. Kyverno's == is Go's reflect.DeepEqual on the values, which tells an
 // int64 from a float64 (the object's numbers reach it as either); so == and != are lowered when
 // one side cannot be a number or hold one, and <, <=, >, >= (numbers only, as float64) not at all.
@@ -566,11 +573,7 @@ func (c *lowering) compare(n jmespath.ASTNode, cur value) (value, error) {
 	if op != "tEQ" && op != "tNE" {
 		return value{}, c.refuse("the comparisons <, <=, > and >= are not supported: Kyverno compares numbers only when both are float64, and the object's numbers reach it as int64 or float64 depending on the rule")
 	}
-	l, err := c.operand(n.Children[0], cur)
-	if err != nil {
-		return value{}, err
-	}
-	r, err := c.operand(n.Children[1], cur)
+	l, r, err := c.operands(n, cur)
 	if err != nil {
 		return value{}, err
 	}

@@ -120,3 +120,24 @@ func AsVarRef(e Expr) (name string, ok bool) {
 	}
 	return name, true
 }
+
+// Outcome is what a test gives on every request of a set, from whether it holds on each kind
+// of request there (holds): True when it holds on all, False on none, nil when that depends on
+// the request (or the set is empty).
+func Outcome(holds []bool) Expr {
+	seenTrue, seenFalse := false, false
+	for _, h := range holds {
+		if h {
+			seenTrue = true
+		} else {
+			seenFalse = true
+		}
+	}
+	switch {
+	case seenTrue && !seenFalse:
+		return True
+	case seenFalse && !seenTrue:
+		return False
+	}
+	return nil
+}

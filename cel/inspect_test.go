@@ -20,3 +20,20 @@ func TestAsVarRef(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcome: a test decided on a set of requests only when it holds on all or on none.
+func TestOutcome(t *testing.T) {
+	for _, c := range []struct {
+		holds []bool
+		want  Expr
+	}{
+		{[]bool{true, true}, True},
+		{[]bool{false}, False},
+		{[]bool{true, false}, nil},
+		{nil, nil},
+	} {
+		if got := Outcome(c.holds); got != c.want {
+			t.Errorf("Outcome(%v) = %v, want %v", c.holds, got, c.want)
+		}
+	}
+}

@@ -98,27 +98,17 @@ func AssumeRequest(e cel.Expr, rules []ir.Rule) cel.Expr {
 		default:
 			return nil
 		}
-		seenTrue, seenFalse := false, false
+		var holds []bool
 		for _, r := range rules {
 			vs := of(r)
 			if len(vs) == 0 {
 				return nil
 			}
 			for _, v := range vs {
-				if slices.Contains(values, v) {
-					seenTrue = true
-				} else {
-					seenFalse = true
-				}
+				holds = append(holds, slices.Contains(values, v))
 			}
 		}
-		switch {
-		case seenTrue && !seenFalse:
-			return cel.True
-		case seenFalse && !seenTrue:
-			return cel.False
-		}
-		return nil
+		return cel.Outcome(holds)
 	})
 }
 

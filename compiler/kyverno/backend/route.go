@@ -701,25 +701,15 @@ func decideKind(kinds []gk) func(cel.Expr) cel.Expr {
 		} else if id, ok := cel.AsIdent(o); !ok || id != "request" {
 			return nil
 		}
-		seenTrue, seenFalse := false, false
-		for _, k := range kinds {
+		holds := make([]bool, len(kinds))
+		for i, k := range kinds {
 			got := k.Kind
 			if name == "group" {
 				got = k.Group
 			}
-			if got == v {
-				seenTrue = true
-			} else {
-				seenFalse = true
-			}
+			holds[i] = got == v
 		}
-		switch {
-		case seenTrue && !seenFalse:
-			return cel.True
-		case seenFalse && !seenTrue:
-			return cel.False
-		}
-		return nil
+		return cel.Outcome(holds)
 	}
 }
 

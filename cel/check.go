@@ -94,7 +94,7 @@ func (e *Env) Print(x Expr) (string, error) {
 		return "", err
 	}
 	if n := utf8.RuneCountInString(out); n > MaxExpressionCodePoints {
-		return "", fmt.Errorf("the expression is %d code points long, above the %d the API server's CEL parser accepts", n, MaxExpressionCodePoints)
+		return "", fmt.Errorf("the expression is %d code points long, above the %d the API server's CEL parser accepts: what it writes is too large for one mutation (shorten the value)", n, MaxExpressionCodePoints)
 	}
 	if selfCheck.Load() {
 		parsed, perr := e.printParsed(x)

@@ -100,7 +100,7 @@ func TestExpressionOverParserLimitRefused(t *testing.T) {
 			for _, p := range out.Problems {
 				msgs = append(msgs, p.Error())
 			}
-			refused := strings.Contains(strings.Join(msgs, "\n"), "code points long, above the 100000 the API server's CEL parser accepts")
+			refused := strings.Contains(strings.Join(msgs, "\n"), "code points long, above the 100000 the API server's CEL parser accepts: what it writes is too large for one mutation (shorten the value)")
 			if refused != (3*n > cel.MaxExpressionCodePoints) || len(msgs) > 0 && !refused {
 				t.Errorf("%d characters, %s: problems %q", n, layout, msgs)
 			}

@@ -27,6 +27,12 @@ func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops ce
 	g := &smp{always: rootMaps(apiVersion, kind)}
 	s := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 	g.reach = cel.True
+	switch d, err := directive(patch, ""); {
+	case err != nil:
+		return nil, nil, err
+	case d == "delete" || d == "replace":
+		return nil, nil, errorf("$patch", "$patch: %s on the whole object is not supported: Kyverno's merge would delete or replace the object itself", d)
+	}
 	ops, err = g.mapOps(cel.Pointer{}, object, patch, s, "", true)
 	if err != nil {
 		return nil, nil, err
@@ -51,11 +57,11 @@ func Signature(apiVersion, kind string, patch map[string]any) string {
 				walk(x[k], fs, path+"."+name)
 			}
 		case []any:
-			fmt.Fprintf(&b, "%s=%s;", path, strings.Join(mergeKeys(s), ","))
 			var es *openapi.ResourceSchema
 			if s != nil {
 				es = s.Elements()
 			}
+			fmt.Fprintf(&b, "%s=%s,%t;", path, strings.Join(mergeKeys(s), ","), es != nil)
 			for _, e := range x {
 				walk(e, es, path+"[]")
 			}
@@ -117,8 +123,14 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 		v := patch[key]
 		kind, name := anchor(key)
 		f := join(field, key)
+		if key == "$patch" {
+			continue // read by the caller: directive
+		}
 		if strings.HasPrefix(name, "$") {
-			return nil, errorf(f, "strategic merge directives ($patch, $setElementOrder, ...) are not supported yet")
+			return nil, errorf(f, "%s", unknownDirective)
+		}
+		if kind == "" && prunable(v) {
+			continue // Kyverno drops empty maps from the patch before merging
 		}
 		var fs *openapi.ResourceSchema
 		if s != nil {
@@ -127,7 +139,8 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 		child := cel.Index(cur, cel.Str(name))
 		cp := p.Child(name)
 		switch kind {
-		case "(":
+		case "(", "<":
+			// On a map, a global anchor is a condition anchor: either skips the whole rule.
 			if !static {
 				return nil, errorf(f, "a condition anchor below a list item's top level is not supported yet")
 			}
@@ -152,6 +165,27 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 		case nil:
 			parts = append(parts, cel.Guarded(present(cur, name), cel.List(cel.PatchOp("remove", cp, nil))))
 		case map[string]any:
+			d, err := directive(x, f)
+			if err != nil {
+				return nil, err
+			}
+			if d == "delete" || d == "replace" {
+				if hasAnchor(x) {
+					return nil, errorf(f, "anchors in a map with $patch: %s are not supported: Kyverno evaluates them against the object's map the directive drops", d)
+				}
+			}
+			switch d {
+			case "delete":
+				parts = append(parts, cel.Guarded(present(cur, name), cel.List(cel.PatchOp("remove", cp, nil))))
+				continue
+			case "replace":
+				val, err := fresh(x, f)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, cel.List(cel.PatchOp("add", cp, val)))
+				continue
+			}
 			reach, path := g.reach, g.path
 			// A map the object always has at admission needs no test and no creation.
 			always := static && g.always[pathKey(append(path[:len(path):len(path)], name))]
@@ -170,15 +204,15 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 				parts = append(parts, inner)
 				continue
 			}
+			// Kyverno's merge adds the patch's map where the object has none, also when nothing
+			// is left of it (its fields null or deleted).
 			var whenMissing cel.Expr = cel.List()
 			if !hasCondition(x) {
 				val, err := fresh(x, f)
 				if err != nil {
 					return nil, err
 				}
-				if !isEmptyValue(val) {
-					whenMissing = cel.List(cel.PatchOp("add", cp, val))
-				}
+				whenMissing = cel.List(cel.PatchOp("add", cp, val))
 			}
 			parts = append(parts, cel.CondList(present(cur, name), inner, whenMissing))
 		case []any:
@@ -201,11 +235,39 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 // listOps merges the list patch into cur[name] at p.
 func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, s *openapi.ResourceSchema, field string, static bool) (cel.Expr, error) {
 	cur := cel.Index(parent, cel.Str(name))
+	// Items with a global anchor only gate the rule: Kyverno drops them from the patch.
+	var rest []any
+	var place []int // the place in the patch of each item of rest, for messages
+	for i, e := range patch {
+		if m, ok := e.(map[string]any); ok && hasGlobal(m) {
+			if err := g.gate(parent, name, m, s, fmt.Sprintf("%s[%d]", field, i), static); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		rest = append(rest, e)
+		place = append(place, i)
+	}
+	if len(rest) == 0 {
+		return cel.List(), nil
+	}
+	patch = rest
+	item := func(i int) string { return fmt.Sprintf("%s[%d]", field, place[i]) }
+	for i, e := range patch {
+		if m, ok := e.(map[string]any); ok && hasAnchor(m) {
+			if _, ok := m["$patch"]; ok {
+				return nil, errorf(item(i), "$patch in a list item with anchors is not supported yet")
+			}
+		}
+	}
 	keys := mergeKeys(s)
 	if len(keys) == 0 {
 		// Not associative: the patch's list replaces the object's.
 		if hasCondition(patch) {
 			return nil, errorf(field, "a condition anchor in a list without merge keys is not supported yet")
+		}
+		if hasDirective(patch) {
+			return nil, errorf(field, "$patch in a list without merge keys is not supported: kyaml's merge writes the list into the object as it is, directives included")
 		}
 		val, err := fresh(patch, field)
 		if err != nil {
@@ -225,17 +287,28 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 			if !static {
 				return nil, errorf(field, "a condition anchor in a list inside a list is not supported yet")
 			}
-			return g.conditionalItems(p, parent, name, m, s.Elements(), field+"[0]", key)
+			return g.conditionalItems(p, parent, name, m, s.Elements(), item(0), key)
 		}
 	}
 	var elems []map[string]any
 	var values []cel.Expr
+	var kept []any    // the items Kyverno adds where the object has no list
+	var dirs []string // each item's $patch
+	var elemField []string
+	var deleted []cel.Expr // the keys of the items $patch: delete removes
 	seen := map[string]bool{}
 	for i, e := range patch {
 		m, ok := e.(map[string]any)
-		f := fmt.Sprintf("%s[%d]", field, i)
+		f := item(i)
 		if !ok {
 			return nil, errorf(f, "an item of a list merged on %q must be an object", key)
+		}
+		if len(m) == 1 && m["$patch"] != nil {
+			return nil, errorf(f, "$patch on a whole list is not supported: where the object has no such list, Kyverno's merge writes the directive into the object as a list item")
+		}
+		d, err := directive(m, f)
+		if err != nil {
+			return nil, err
 		}
 		if hasCondition(m) {
 			return nil, errorf(f, "condition anchors in a list of several patch items are not supported yet")
@@ -260,11 +333,23 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		if err != nil {
 			return nil, errorf(f, "%v", err)
 		}
+		if d == "delete" {
+			deleted = append(deleted, val)
+			continue
+		}
+		if d != "" { // kyaml's merge drops it
+			m = maps.Clone(m)
+			delete(m, "$patch")
+		}
 		elems = append(elems, m)
+		elemField = append(elemField, f)
 		values = append(values, val)
+		dirs = append(dirs, d)
+		kept = append(kept, m)
 	}
-	// The list is missing: the patch's items, cleaned, make it.
-	whole, err := fresh(patch, field)
+	// The list is missing: the patch's items, cleaned, make it (those deleted left out: an
+	// empty list if nothing is left).
+	whole, err := fresh(kept, field)
 	if err != nil {
 		return nil, err
 	}
@@ -287,15 +372,17 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		at := cel.Index(ix, cel.Int(0))
 		rest := map[string]any{}
 		for k, v := range e {
-			if k != key { // equal already
+			if k != key && dirs[j] != "replace" { // the key is equal already
 				rest[k] = v
 			}
 		}
-		merged, err := g.mapOps(p.Index(at), cel.Index(cur, at), rest, s.Elements(), fmt.Sprintf("%s[%d]", field, j), false)
+		// $patch: replace on an item the object has changes nothing but its place: kyaml's
+		// merge replaces the item, then puts the object's item back in its place.
+		merged, err := g.mapOps(p.Index(at), cel.Index(cur, at), rest, s.Elements(), elemField[j], false)
 		if err != nil {
 			return nil, err
 		}
-		val, err := fresh(e, fmt.Sprintf("%s[%d]", field, j))
+		val, err := fresh(e, elemField[j])
 		if err != nil {
 			return nil, err
 		}
@@ -320,6 +407,28 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 			from = cel.Bin("+", from, cel.Cond(cel.Bin(">", pos[m], pos[j]), cel.Int(1), cel.Int(0)))
 		}
 		parts = append(parts, cel.List(moveOp(p.Index(from), p.Index(cel.Int(int64(j))))))
+	}
+	if len(deleted) > 0 {
+		// The object's items $patch: delete names, wherever they are after the moves: behind
+		// the patch's items, among the object's items not moved, in their order. Removed in
+		// that order, each one's place counts the items before it that stay.
+		var moved cel.Expr = cel.List()
+		for j := range elems {
+			ix := cel.Ident(idxVars[j])
+			moved = cel.Bin("+", moved, cel.Cond(cel.Bin(">", cel.Call("size", ix), cel.Int(0)), cel.List(cel.Index(ix, cel.Int(0))), cel.List()))
+		}
+		del := func(y cel.Expr) cel.Expr {
+			var cs []cel.Expr
+			for _, v := range deleted {
+				cs = append(cs, cel.Bin("==", cel.Index(y, cel.Str(key)), v))
+			}
+			return cel.And(present(y, key), cel.Or(cs...))
+		}
+		iv, xv, jv, yv := g.fresh("i"), g.fresh("x"), g.fresh("j"), g.fresh("y")
+		i, x, j, y := cel.Ident(iv), cel.Ident(xv), cel.Ident(jv), cel.Ident(yv)
+		stays := cel.Method(cur, "transformList", j, y, cel.And(cel.Bin("<", j, i), cel.Not(cel.Bin("in", j, moved)), cel.Not(del(y))), cel.True)
+		at := cel.Bin("+", cel.Int(int64(len(elems))), cel.Call("size", stays))
+		parts = append(parts, cel.Method(cur, "transformList", i, x, del(x), cel.PatchOp("remove", p.Index(at), nil)))
 	}
 	var whenThere cel.Expr = concat(parts)
 	for j := len(elems) - 1; j >= 0; j-- {
@@ -378,8 +487,9 @@ func moveOp(from, to cel.Pointer) cel.Expr {
 	return cel.Object("JSONPatch", []string{"op", "from", "path"}, []cel.Expr{cel.Str("move"), from.Expr(), to.Expr()})
 }
 
-// condition is Kyverno's condition anchor (key): pattern on the map cur. Patterns supported:
-// strings with the wildcards * and ?, and other scalars compared for equality.
+// condition is Kyverno's condition anchor (key) or <(key): pattern on the map cur. Patterns
+// supported: strings with the wildcards * and ?, other scalars compared for equality, and {}
+// (any map).
 func condition(cur cel.Expr, key string, pattern any, field string) (cel.Expr, error) {
 	val := cel.Index(cur, cel.Str(key))
 	switch x := pattern.(type) {
@@ -393,8 +503,60 @@ func condition(cur cel.Expr, key string, pattern any, field string) (cel.Expr, e
 	case bool, int64, float64:
 		v, _ := cel.Value(x)
 		return cel.And(present(cur, key), cel.Bin("==", val, v)), nil
+	case map[string]any:
+		if len(x) == 0 { // Kyverno's pattern {} matches any map
+			return cel.And(present(cur, key), cel.Bin("==", cel.Call("type", val), cel.Ident("map"))), nil
+		}
 	}
-	return nil, errorf(field, "a condition anchor on a map or list value is not supported yet")
+	return nil, errorf(field, "a condition anchor on a list, or on a map with fields, is not supported yet (the map pattern {} is)")
+}
+
+// unknownDirective is why a key starting with $ other than $patch is refused.
+const unknownDirective = "kyaml's merge, which Kyverno uses, knows no directive but $patch ($setElementOrder, $retainKeys, $deleteFromPrimitiveList are not): Kyverno would write the key into the object as a field; the rule cannot be translated"
+
+// directive is the map's $patch: "" when it has none, else delete, replace or merge (what
+// kyaml's merge knows; it fails on any other value).
+func directive(m map[string]any, field string) (string, error) {
+	v, ok := m["$patch"]
+	if !ok {
+		return "", nil
+	}
+	if s, ok := v.(string); ok && (s == "delete" || s == "replace" || s == "merge") {
+		return s, nil
+	}
+	return "", errorf(join(field, "$patch"), "%v is not a directive kyaml's merge knows (delete, replace, merge): Kyverno fails the rule; the rule cannot be translated", v)
+}
+
+// hasAnchor: does v hold an anchored key anywhere?
+func hasAnchor(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if kind, _ := anchor(k); kind != "" || hasAnchor(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, hasAnchor)
+	}
+	return false
+}
+
+// prunable: does Kyverno drop v from the patch before merging? Its preprocessing deletes every
+// map that holds nothing but such values (an empty map first) and every non-empty list of them.
+func prunable(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if kind, _ := anchor(k); kind != "" || !prunable(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		return len(x) > 0 && !slices.ContainsFunc(x, func(e any) bool { return !prunable(e) })
+	}
+	return false
 }
 
 // isRange: does s look like Kyverno's range pattern "a-b"?
@@ -451,6 +613,86 @@ func hasCondition(v any) bool {
 	return false
 }
 
+// hasGlobal is Kyverno's test of a list item for global anchors: a key <(k) anywhere, or a string
+// value that reads as a condition or global anchor.
+func hasGlobal(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if kind, _ := anchor(k); kind == "<" || hasGlobal(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, hasGlobal)
+	case string:
+		kind, _ := anchor(strings.TrimSpace(x))
+		return kind == "(" || kind == "<"
+	}
+	return false
+}
+
+// hasDirective: does v hold a $patch anywhere?
+func hasDirective(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "$patch" || hasDirective(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, hasDirective)
+	}
+	return false
+}
+
+// gate lowers a list item m with global anchors, which only gates the rule (Kyverno drops it from
+// the patch): the rule is skipped when the list is missing, or when no item of the list passes
+// all of m's conditions and some item fails a global one (an empty list passes).
+func (g *smp) gate(parent cel.Expr, name string, m map[string]any, s *openapi.ResourceSchema, field string, static bool) error {
+	if !static {
+		return errorf(field, "a global anchor in a list inside a list is not supported yet")
+	}
+	if s == nil || s.Elements() == nil || len(s.Elements().Schema.Properties) == 0 {
+		return errorf(field, "a global anchor in a list is supported where kyaml's schema of the kind (Kubernetes' built-in kinds) says the list holds objects; here it does not")
+	}
+	xv := g.fresh("x")
+	x := cel.Ident(xv)
+	var globals, conds []cel.Expr
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kind, key := anchor(k)
+		f := join(field, k)
+		switch kind {
+		case "<", "(":
+			c, err := condition(x, key, m[k], f)
+			if err != nil {
+				return err
+			}
+			if kind == "<" {
+				globals = append(globals, c)
+			} else {
+				conds = append(conds, c)
+			}
+		case "":
+			switch m[k].(type) {
+			case map[string]any, []any:
+				return errorf(f, "a map or list beside a global anchor in a list item is not supported yet")
+			}
+			// A scalar: Kyverno drops the item from the patch, and ignores it.
+		default:
+			return errorf(f, "the %s(...) anchor beside a global anchor in a list item is not supported yet", kind)
+		}
+	}
+	if len(globals) == 0 {
+		return errorf(field, "a global anchor below a list item's top level is not supported yet")
+	}
+	cur := cel.Index(parent, cel.Str(name))
+	pass := cel.Or(cel.Method(cur, "exists", x, cel.And(append(globals, conds...)...)), cel.Method(cur, "all", x, cel.And(globals...)))
+	g.conds = append(g.conds, cel.And(g.reach, present(parent, name), pass))
+	return nil
+}
+
 func hasTopCondition(m map[string]any) bool {
 	for k := range m {
 		if kind, _ := anchor(k); kind == "(" {
@@ -475,9 +717,20 @@ func fresh(v any, field string) (cel.Expr, error) {
 	return e, nil
 }
 
-func clean(v any, field string) (any, error) {
+func clean(v any, field string) (any, error) { return cleanIn(v, field, false) }
+
+// cleanIn cleans v, inList saying it is inside a list's item, where kyaml's merge may add the
+// list whole without reading directives.
+func cleanIn(v any, field string, inList bool) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
+		d, err := directive(x, field)
+		if err != nil {
+			return nil, err
+		}
+		if d != "" && inList {
+			return nil, errorf(join(field, "$patch"), "$patch inside an item Kyverno's merge adds whole is not supported yet (kyaml writes it into a list it does not merge)")
+		}
 		out := map[string]any{}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			kind, name := anchor(k)
@@ -486,18 +739,25 @@ func clean(v any, field string) (any, error) {
 			default:
 				return nil, errorf(join(field, k), "this anchor where the object has nothing is not supported yet")
 			}
+			if k == "$patch" {
+				continue // delete is the caller's; replace and merge are dropped where there is nothing
+			}
 			if strings.HasPrefix(name, "$") {
-				return nil, errorf(join(field, k), "strategic merge directives ($patch, ...) are not supported yet")
+				return nil, errorf(join(field, k), "%s", unknownDirective)
 			}
-			if x[k] == nil {
-				continue
+			if x[k] == nil || prunable(x[k]) {
+				continue // kyaml's merge sets no null; Kyverno drops empty maps first
 			}
-			c, err := clean(x[k], join(field, k))
+			if m, ok := x[k].(map[string]any); ok && !inList {
+				if d, err := directive(m, join(field, k)); err != nil {
+					return nil, err
+				} else if d == "delete" {
+					continue
+				}
+			}
+			c, err := cleanIn(x[k], join(field, k), inList)
 			if err != nil {
 				return nil, err
-			}
-			if m, ok := c.(map[string]any); ok && len(m) == 0 {
-				continue // kyaml's merge adds no empty map where there is none
 			}
 			out[name] = c
 		}
@@ -505,7 +765,10 @@ func clean(v any, field string) (any, error) {
 	case []any:
 		out := make([]any, 0, len(x))
 		for i, e := range x {
-			c, err := clean(e, fmt.Sprintf("%s[%d]", field, i))
+			if prunable(e) {
+				continue
+			}
+			c, err := cleanIn(e, fmt.Sprintf("%s[%d]", field, i), true)
 			if err != nil {
 				return nil, err
 			}
@@ -515,8 +778,6 @@ func clean(v any, field string) (any, error) {
 	}
 	return v, nil
 }
-
-func isEmptyValue(e cel.Expr) bool { return cel.String(e) == "{}" }
 
 // concat joins lists of operations with +, leaving out empty ones and writing neighbouring list
 // literals as one (the API server's type checker takes time with every list it checks).

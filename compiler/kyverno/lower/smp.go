@@ -151,7 +151,7 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 			g.conds = append(g.conds, cel.And(g.reach, c))
 			continue
 		case "+":
-			val, err := fresh(v, f)
+			val, err := fresh(v, f, fs)
 			if err != nil {
 				return nil, err
 			}
@@ -179,7 +179,7 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 				parts = append(parts, cel.Guarded(present(cur, name), cel.List(cel.PatchOp("remove", cp, nil))))
 				continue
 			case "replace":
-				val, err := fresh(x, f)
+				val, err := fresh(x, f, fs)
 				if err != nil {
 					return nil, err
 				}
@@ -208,7 +208,7 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 			// is left of it (its fields null or deleted).
 			var whenMissing cel.Expr = cel.List()
 			if !hasCondition(x) {
-				val, err := fresh(x, f)
+				val, err := fresh(x, f, fs)
 				if err != nil {
 					return nil, err
 				}
@@ -269,7 +269,7 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		if hasDirective(patch) {
 			return nil, errorf(field, "$patch in a list without merge keys is not supported: kyaml's merge writes the list into the object as it is, directives included")
 		}
-		val, err := fresh(patch, field)
+		val, err := fresh(patch, field, s)
 		if err != nil {
 			return nil, err
 		}
@@ -349,7 +349,7 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 	}
 	// The list is missing: the patch's items, cleaned, make it (those deleted left out: an
 	// empty list if nothing is left).
-	whole, err := fresh(kept, field)
+	whole, err := fresh(kept, field, s)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		if err != nil {
 			return nil, err
 		}
-		val, err := fresh(e, elemField[j])
+		val, err := fresh(e, elemField[j], s.Elements())
 		if err != nil {
 			return nil, err
 		}
@@ -702,11 +702,12 @@ func hasTopCondition(m map[string]any) bool {
 	return false
 }
 
-// fresh is the value v adds where the object has nothing: +(k) anchors stripped, null fields
-// and empty maps dropped (as kyaml's merge drops them). Conditions there are refused by the
+// fresh is the value v adds where the object has nothing, s its schema: +(k) anchors stripped,
+// null fields and what Kyverno prunes dropped, and $patch read as kyaml's merge reads it where it
+// walks the value (maps, and the items of lists it merges). Conditions there are refused by the
 // caller.
-func fresh(v any, field string) (cel.Expr, error) {
-	c, err := clean(v, field)
+func fresh(v any, field string, s *openapi.ResourceSchema) (cel.Expr, error) {
+	c, err := clean(v, field, s, false)
 	if err != nil {
 		return nil, err
 	}
@@ -717,19 +718,17 @@ func fresh(v any, field string) (cel.Expr, error) {
 	return e, nil
 }
 
-func clean(v any, field string) (any, error) { return cleanIn(v, field, false) }
-
-// cleanIn cleans v, inList saying it is inside a list's item, where kyaml's merge may add the
-// list whole without reading directives.
-func cleanIn(v any, field string, inList bool) (any, error) {
+// clean cleans v; literal says it is inside a list kyaml's merge does not merge, which it adds
+// as it is, directives included.
+func clean(v any, field string, s *openapi.ResourceSchema, literal bool) (any, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		d, err := directive(x, field)
 		if err != nil {
 			return nil, err
 		}
-		if d != "" && inList {
-			return nil, errorf(join(field, "$patch"), "$patch inside an item Kyverno's merge adds whole is not supported yet (kyaml writes it into a list it does not merge)")
+		if d != "" && literal {
+			return nil, errorf(join(field, "$patch"), "$patch in a list without merge keys is not supported: kyaml's merge writes the list into the object as it is, directives included")
 		}
 		out := map[string]any{}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -748,14 +747,18 @@ func cleanIn(v any, field string, inList bool) (any, error) {
 			if x[k] == nil || prunable(x[k]) {
 				continue // kyaml's merge sets no null; Kyverno drops empty maps first
 			}
-			if m, ok := x[k].(map[string]any); ok && !inList {
+			if m, ok := x[k].(map[string]any); ok && !literal {
 				if d, err := directive(m, join(field, k)); err != nil {
 					return nil, err
 				} else if d == "delete" {
 					continue
 				}
 			}
-			c, err := cleanIn(x[k], join(field, k), inList)
+			var fs *openapi.ResourceSchema
+			if s != nil {
+				fs = s.Field(name)
+			}
+			c, err := clean(x[k], join(field, k), fs, literal)
 			if err != nil {
 				return nil, err
 			}
@@ -763,12 +766,29 @@ func cleanIn(v any, field string, inList bool) (any, error) {
 		}
 		return out, nil
 	case []any:
+		keys := mergeKeys(s)
+		merged := !literal && len(keys) == 1 && keys[0] != ""
+		var es *openapi.ResourceSchema
+		if s != nil {
+			es = s.Elements()
+		}
 		out := make([]any, 0, len(x))
 		for i, e := range x {
+			f := fmt.Sprintf("%s[%d]", field, i)
 			if prunable(e) {
 				continue
 			}
-			c, err := cleanIn(e, fmt.Sprintf("%s[%d]", field, i), true)
+			if m, ok := e.(map[string]any); ok && merged {
+				if len(m) == 1 && m["$patch"] != nil {
+					return nil, errorf(f, "$patch on a whole list is not supported: where the object has no such list, Kyverno's merge writes the directive into the object as a list item")
+				}
+				if d, err := directive(m, f); err != nil {
+					return nil, err
+				} else if d == "delete" {
+					continue
+				}
+			}
+			c, err := clean(e, f, es, !merged)
 			if err != nil {
 				return nil, err
 			}

@@ -88,6 +88,13 @@ func FuzzStrategicMerge(f *testing.F) {
 		"spec: {<(hostNetwork): true}",
 		"spec: {containers: [{(name): '*', securityContext: {runAsNonRoot: true}}]}",
 		"metadata: {labels: {a: '{{request.object.metadata.name}}'}}",
+		"metadata: {annotations: {+(safe): 'true'}}, spec: {volumes: [{<(emptyDir): {}}]}",
+		"spec: {volumes: [{name: x, emptyDir: {}}, {(name): c, <(configMap): {}}]}",
+		"spec: {containers: [{name: '*', <(image): 'corp/*'}], imagePullSecrets: [{name: r}]}",
+		"metadata: {labels: {$patch: replace, a: b}}, spec: {securityContext: {$patch: delete}}",
+		"spec: {containers: [{name: a, $patch: delete}, {name: b, $patch: replace}, {name: c, resources: {$patch: delete}}]}",
+		"spec: {initContainers: [{name: a, $patch: delete}], containers: [{$patch: replace}]}",
+		"metadata: {annotations: {a: null}}, spec: {affinity: {nodeAffinity: {}}}",
 	} {
 		f.Add(s)
 	}

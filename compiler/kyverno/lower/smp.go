@@ -22,7 +22,8 @@ import (
 // any list of a custom resource — is replaced whole). A keyed list comes out with the patch's
 // items first, in the patch's order, then the object's other items in their order; Kyverno's
 // anchors: (key) conditions (on a map: the whole rule is skipped when one fails; in a list of
-// maps: the patch applies to the items that pass), +(key) add-if-not-present.
+// maps: the patch applies to the items that pass), +(key) add-if-not-present, <(key) global
+// conditions (a list item holding one only gates the rule); and kyaml's $patch directives.
 func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops cel.Expr, err error) {
 	g := &smp{always: rootMaps(apiVersion, kind)}
 	s := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})

@@ -113,6 +113,9 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
+		if v.lossy {
+			return value{}, c.refuse("%s", lossyWhy)
+		}
 		args[i] = v
 	}
 	return f.lower(c, name, args)

@@ -60,6 +60,13 @@ type value struct {
 	jnum   bool    // a number JMESPath made (a float64 in Kyverno); a number read from the object reaches Kyverno's functions as a float64 or an int64, depending on the rule
 	ascii  bool    // a string known to hold only ASCII characters
 	items  types   // for an array a function made, the types of its items (0: as the shape says)
+
+	// lossy: a string that in Kyverno can hold bytes that are not UTF-8, which CEL holds as
+	// U+FFFD each (serviceAccountNamespace; see serviceAccount). Go's JSON writes such a byte as
+	// U+FFFD, and Go reads it as the character U+FFFD, so a patch, a string it is part of, its
+	// truth and its comparison with a string without U+FFFD are exact; Kyverno's functions, which
+	// work on its bytes, are not lowered on it.
+	lossy bool
 }
 
 // found is a value Kyverno always finds.
@@ -76,7 +83,7 @@ func (c *lowering) softValue(v value) (value, error) {
 		return value{}, v.softErr
 	}
 	out := found(v.soft, v.st, v.simple && !v.missing)
-	out.sh, out.jnum, out.ascii, out.items = v.sh, v.jnum, v.ascii, v.items
+	out.sh, out.jnum, out.ascii, out.items, out.lossy = v.sh, v.jnum, v.ascii, v.items, v.lossy
 	return out, nil
 }
 
@@ -137,7 +144,10 @@ func variable(s string, sc Scope) (value, error) {
 	return v, nil
 }
 
-const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, element, elementIndex"
+const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, serviceAccountName, serviceAccountNamespace, element, elementIndex"
+
+// lossyWhy is why a lossy value (see value.lossy) is refused.
+const lossyWhy = "serviceAccountNamespace is Kyverno's cut of the user name at its 22nd byte, which can fall inside a character and leave bytes that are not UTF-8, which CEL's strings cannot hold: it is supported as a value, inside a string, with ||, && and !, and compared with a literal without U+FFFD, not in functions or compared with other values"
 
 // lower lowers node n, evaluated on the current value cur (the context at the top).
 func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
@@ -162,7 +172,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		in := l
 		if l.virt == real {
 			in = found(l.e, l.t, l.simple)
-			in.sh, in.jnum, in.ascii, in.items = l.sh, l.jnum, l.ascii, l.items
+			in.sh, in.jnum, in.ascii, in.items, in.lossy = l.sh, l.jnum, l.ascii, l.items, l.lossy
 		}
 		r, err := c.lower(n.Children[1], in)
 		if err != nil {
@@ -198,7 +208,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// l when it is true (so never null), else r.
 		out := found(e, l.t&^tNull|r.t, false)
-		out.ascii = l.ascii && r.ascii
+		out.ascii, out.lossy = l.ascii && r.ascii, l.lossy || r.lossy
 		if hasNoParts(r) {
 			out.sh, out.items = l.sh, l.items // what is known of l's fields and items holds
 		}
@@ -217,7 +227,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// r when l is true, else l (so never a number).
 		lf := l.t &^ (tInt | tDouble)
-		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii}
+		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii, lossy: l.lossy || r.lossy}
 		and := func(r cel.Expr) cel.Expr {
 			if t, ok := literalTruth(l); ok {
 				if t {
@@ -394,8 +404,13 @@ func (c *lowering) root(name string) (value, error) {
 		n, err := strconv.Atoi(rest)
 		return n, err == nil
 	}
-	if name == "request" {
+	switch name {
+	case "request":
 		return value{virt: vRequest}, nil
+	case "serviceAccountName":
+		return c.serviceAccount(1), nil
+	case "serviceAccountNamespace":
+		return c.serviceAccount(0), nil
 	}
 	if n, ok := nth("elementIndex"); ok {
 		if n < 0 {
@@ -581,11 +596,25 @@ func (c *lowering) compare(n jmespath.ASTNode, cur value) (value, error) {
 	if !l.t.only(scalar) && !r.t.only(scalar) {
 		return value{}, c.refuse("== and != are supported when one side is a string, a boolean or null: Kyverno compares numbers by their Go type (int64 or float64), which depends on the rule")
 	}
+	for _, x := range [][2]value{{l, r}, {r, l}} {
+		if x[0].lossy && !literalWithout(x[1].e, '\ufffd') {
+			return value{}, c.refuse("%s", lossyWhy)
+		}
+	}
 	cmp := "=="
 	if op == "tNE" {
 		cmp = "!="
 	}
 	return found(cel.Bin(cmp, arg(l.e), arg(r.e)), tBool, false), nil
+}
+
+// literalWithout: is e a literal that is not a string holding r?
+func literalWithout(e cel.Expr, r rune) bool {
+	if !cel.IsLiteral(e) {
+		return false
+	}
+	str, ok := cel.StrValue(e)
+	return !ok || !strings.ContainsRune(str, r)
 }
 
 // literalTruth is the truth of a literal.

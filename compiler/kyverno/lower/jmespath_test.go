@@ -40,6 +40,15 @@ func TestVariable(t *testing.T) {
 		{v: "request.oldObject.metadata.name", types: tStr | tNull, missing: true},
 		{v: "request.userInfo.username", want: "request.userInfo.username", types: tStr, missing: true},
 		{v: "request.kind.kind", want: "request.kind.kind", types: tStr},
+		// Kyverno's cut of the user name: always a string.
+		{v: "serviceAccountName", types: tStr},
+		{v: "serviceAccountNamespace || 'none'", types: tStr},
+		{v: "serviceAccountNamespace == 'kube-system'", types: tBool},
+		{v: "serviceAccountNamespace != `null`", types: tBool},
+		{v: "length(serviceAccountName)", types: tInt},
+		{v: "length(serviceAccountNamespace)", err: "not in functions"},
+		{v: "serviceAccountNamespace == request.namespace", err: "compared with a literal without U+FFFD"},
+		{v: "serviceAccountNamespace == '\ufffd'", err: "compared with a literal without U+FFFD"},
 		// Literals and operators.
 		{v: "'raw'", want: `"raw"`, types: tStr},
 		{v: "`{\"a\": [1, \"b\"]}`", want: `{"a": dyn([dyn(1), dyn("b")])}`, types: tMap},

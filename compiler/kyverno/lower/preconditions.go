@@ -71,24 +71,24 @@ func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr,
 
 // operand is a condition's key or value: the expression of its value when the rule runs, or
 // the literal.
-func operand(v any, sc Scope, field string) (cel.Expr, any, error) {
-	s, vars, err := substitute(v, sc, field, true)
+func operand(v any, sc Scope, field string) (cel.Expr, any, bool, error) {
+	s, vars, lossy, err := substitute(v, sc, field, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if len(vars) == 0 {
-		return nil, v, nil
+		return nil, v, false, nil
 	}
 	e, ok := s.(expr)
 	if !ok {
-		return nil, nil, errorf(field, "variables inside a list or map operand are not supported yet")
+		return nil, nil, false, errorf(field, "variables inside a list or map operand are not supported yet")
 	}
-	return e.e, nil, nil
+	return e.e, nil, lossy, nil
 }
 
 // condition1 is one condition.
 func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
-	key, keyLit, err := operand(c.Key, sc, field+".key")
+	key, keyLit, lossy, err := operand(c.Key, sc, field+".key")
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +99,16 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		}
 		key = cel.Call("dyn", key)
 	}
-	val, valLit, err := operand(c.Value, sc, field+".value")
+	val, valLit, _, err := operand(c.Value, sc, field+".value")
 	if err != nil {
 		return nil, err
 	}
 	if val != nil {
 		return nil, errorf(field+".value", "variables in a condition's value are not supported yet")
+	}
+	if lossy && hasReplacement(valLit) {
+		// Kyverno compares the bytes, CEL the characters.
+		return nil, errorf(field+".value", "a value holding U+FFFD compared with serviceAccountNamespace is not supported: %s", lossyWhy)
 	}
 	op := strings.ToLower(c.Operator)
 	switch op {

@@ -38,12 +38,13 @@ type expr struct{ e cel.Expr }
 // v is a patch: a variable that can be null is refused where it is a value of its own, since
 // Kyverno's patch reads a null as removing the field.
 func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
-	return substitute(v, sc, field, false)
+	out, all, _, err := substitute(v, sc, field, false)
+	return out, all, err
 }
 
-// substitute is Substitute; with null, a variable can be null.
-func substitute(v any, sc Scope, field string, null bool) (any, []cel.Expr, error) {
-	var all []cel.Expr
+// substitute is Substitute; with null, a variable can be null. lossy says whether a variable's
+// value is lossy (see value.lossy).
+func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Expr, lossy bool, err error) {
 	var walk func(v any, field string) (any, error)
 	walk = func(v any, field string) (any, error) {
 		switch x := v.(type) {
@@ -63,6 +64,7 @@ func substitute(v any, sc Scope, field string, null bool) (any, []cel.Expr, erro
 					return nil, errorf(field, "%v", err)
 				}
 				all = append(all, v.e)
+				lossy = lossy || v.lossy
 				if len(locs) == 1 && l[0] == 0 && l[1] == len(x) {
 					if !null && v.t&tNull != 0 {
 						return nil, errorf(field, "the variable %s can be null, which Kyverno's patch reads as removing the field: not supported yet (give a default with ||)", x)
@@ -113,8 +115,8 @@ func substitute(v any, sc Scope, field string, null bool) (any, []cel.Expr, erro
 		}
 		return v, nil
 	}
-	out, err := walk(v, field)
-	return out, all, err
+	out, err = walk(v, field)
+	return out, all, lossy, err
 }
 
 // Resolved is the condition that every variable has a value (evaluating the list fails when

@@ -3,6 +3,7 @@ package compiler_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // caseConfig is testdata/golden/<language>/<case>/config.yaml (optional).
 type caseConfig struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
+	// Users names more users who send each request of objects.yaml, after the default user
+	// "mapc" (in group system:authenticated, as they are).
+	Users []string `json:"users"`
 }
 
 // TestGolden compiles testdata/golden/<language>/<case>/mutators.yaml and compares the output
@@ -62,7 +66,7 @@ func TestGolden(t *testing.T) {
 				layouts = layouts[:1] // one policy per Kyverno policy, whatever the layout
 			}
 			for _, layout := range layouts {
-				t.Run(string(layout), func(t *testing.T) { goldenCase(t, dir, kv, layout) })
+				t.Run(string(layout), func(t *testing.T) { goldenCase(t, dir, cfg, kv, layout) })
 			}
 		})
 	}
@@ -72,7 +76,7 @@ func TestGolden(t *testing.T) {
 // layout's files are policies.yaml, problems.txt and notes.txt; the per-mutator layout's
 // policies are policies-per-mutator.yaml. The objects of a Kyverno case are compared with
 // Kyverno's engine (the kyverno-engine program), those of a Gatekeeper case with Gatekeeper's.
-func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.Layout) {
+func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, layout compiler.Layout) {
 	suffix := ""
 	if layout == compiler.LayoutPerMutator {
 		suffix = "-per-mutator"
@@ -158,7 +162,7 @@ func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.L
 		t.Fatalf("objects.yaml: there is no reference engine for %s to compare with", lang)
 	}
 	var nss []*corev1.Namespace
-	var cases []verify.Case
+	var objCases []verify.Case
 	for _, d := range objDocs {
 		if d.Object.GetKind() == "Namespace" {
 			ns := &corev1.Namespace{}
@@ -167,10 +171,23 @@ func goldenCase(t *testing.T, dir string, kv *version.Version, layout compiler.L
 			}
 			nss = append(nss, ns)
 		}
-		cases = append(cases, verify.Case{Object: d.Object})
+		objCases = append(objCases, verify.Case{Object: d.Object})
 		if ref != nil && d.Object.GetKind() != "Namespace" {
 			// Kyverno's rules run again on every update: an update that changes nothing.
-			cases = append(cases, verify.Case{Name: "UPDATE " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"})
+			objCases = append(objCases, verify.Case{Name: "UPDATE " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"})
+		}
+	}
+	var cases []verify.Case
+	for _, u := range append([]string{""}, cfg.Users...) {
+		for _, c := range objCases {
+			if u != "" {
+				if c.Name == "" {
+					c.Name = c.Object.GetKind() + "/" + c.Object.GetName()
+				}
+				c.Name += fmt.Sprintf(" as %q", u)
+				c.User = u
+			}
+			cases = append(cases, c)
 		}
 	}
 	if len(problems) > 0 {

@@ -87,7 +87,7 @@ type kyvernoRequest struct {
 	Order     []string                   `json:"order,omitempty"`
 }
 
-// kyvernoUser is who sends every request: the user the policies' evaluator (cel/admission)
+// kyvernoUser is who sends a request without a RefRequest.User: the user the policies' evaluator (cel/admission)
 // admits as, so that both sides match subjects alike.
 var kyvernoUser = &authenticationv1.UserInfo{Username: "mapc", Groups: []string{"system:authenticated"}}
 
@@ -196,7 +196,11 @@ func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructur
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var resp kyvernoResponse
-	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation, UserInfo: kyvernoUser,
+	user := kyvernoUser
+	if req.User != "" {
+		user = &authenticationv1.UserInfo{Username: req.User, Groups: kyvernoUser.Groups}
+	}
+	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation, UserInfo: user,
 		Namespace: req.Namespace, Order: k.orderOf(req)}, &resp)
 	switch {
 	case err != nil:

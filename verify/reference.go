@@ -40,6 +40,9 @@ type RefRequest struct {
 	// OrderedReference), names them in the order of the policies being compared (from
 	// OrderedReference.Order); nil is the reference's own order.
 	Order []string
+	// User is who sends the request (in group system:authenticated); "" is the user "mapc", who
+	// the policies' evaluator admits as by default. Gatekeeper's mutators do not look at it.
+	User string
 }
 
 // OrderedReference is a Reference whose engine runs its input policies in an arbitrary order,

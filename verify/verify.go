@@ -76,6 +76,9 @@ type Case struct {
 	Object    *unstructured.Unstructured
 	OldObject *unstructured.Unstructured
 	Operation admissionv1.Operation
+	// User is who sends the request (in group system:authenticated), to both the reference and
+	// the policies; "" is the user "mapc".
+	User string
 }
 
 // Result is the verdict for one case.
@@ -219,12 +222,12 @@ func (v *Verifier) namespaceOf(obj *unstructured.Unstructured) *corev1.Namespace
 // result that changes on re-admission is the reference's behaviour, reproduced (in Gatekeeper, a
 // keyed list element whose key the API server drops as empty is not found again, and added again,
 // by both).
-func (v *Verifier) referenceAlike(ctx context.Context, got, again *unstructured.Unstructured, op admissionv1.Operation, order []string) bool {
+func (v *Verifier) referenceAlike(ctx context.Context, got, again *unstructured.Unstructured, op admissionv1.Operation, order []string, user string) bool {
 	in, err := Normalize(got)
 	if err != nil {
 		return false
 	}
-	ref, err := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), Namespace: v.namespaceOf(in), Operation: op, Order: order})
+	ref, err := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), Namespace: v.namespaceOf(in), Operation: op, Order: order, User: user})
 	if err == nil {
 		ref, err = normalize(ref, false)
 	}
@@ -257,7 +260,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		res.Reason = nerr.Error()
 		return res
 	}
-	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op})
+	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, User: c.User})
 	if werr == nil {
 		// The API server decodes a webhook's result leniently: unknown fields are dropped.
 		want, werr = normalize(want, false)
@@ -285,7 +288,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			key := strings.Join(refOrder, "\x00")
 			r, ok := wants[key]
 			if !ok {
-				r.want, r.err = v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, Order: refOrder})
+				r.want, r.err = v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, Order: refOrder, User: c.User})
 				if r.err == nil {
 					r.want, r.err = normalize(r.want, false)
 				}
@@ -298,7 +301,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			}
 		}
 		tr := &admission.Trace{}
-		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op})
+		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op, UserName: c.User})
 		if gerr == nil {
 			got, gerr = Normalize(got)
 		}
@@ -322,11 +325,11 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			}
 		}
 		if v.opts.Idempotence && gerr == nil {
-			again, aerr := v.ev.Admit(ctx, sets, admission.Request{Object: got.DeepCopy(), Operation: op})
+			again, aerr := v.ev.Admit(ctx, sets, admission.Request{Object: got.DeepCopy(), Operation: op, UserName: c.User})
 			if aerr == nil {
 				again, aerr = Normalize(again)
 			}
-			if aerr == nil && !apiequality.Semantic.DeepEqual(again.Object, got.Object) && v.referenceAlike(ctx, got, again, op, refOrder) {
+			if aerr == nil && !apiequality.Semantic.DeepEqual(again.Object, got.Object) && v.referenceAlike(ctx, got, again, op, refOrder, c.User) {
 				continue // the reference's own result changes again, and the same way
 			}
 			if aerr != nil || !apiequality.Semantic.DeepEqual(again.Object, got.Object) {

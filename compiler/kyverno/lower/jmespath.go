@@ -412,6 +412,9 @@ func (c *lowering) root(name string) (value, error) {
 	case "serviceAccountNamespace":
 		return c.serviceAccount(0), nil
 	}
+	if name == "images" {
+		return value{}, c.refuse("%s is not supported yet: Kyverno computes it once per webhook call from the object as it reaches the policy (a later mutation sees the object as earlier ones left it), parses each image with distribution/reference's grammar and checks, and fails every images variable when one image does not parse", name)
+	}
 	if n, ok := nth("elementIndex"); ok {
 		if n < 0 {
 			n = len(c.sc.Indexes) - 1

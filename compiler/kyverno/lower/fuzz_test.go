@@ -44,6 +44,8 @@ func FuzzVariable(f *testing.F) {
 		"regex_match('^a+$', element.name)", "pattern_match('a*', element.name)", "not_null(element.x, elementIndex)",
 		"to_array(element.name)[0]", "lookup(request.object.metadata.labels, 'app')", "lookup(request.object.spec.containers, `0`).name",
 		"regex_replace_all('a', element.name, 'b')", "add(`1`, `2`)", "to_string(length(request.object.spec.containers))",
+		"serviceAccountName", "serviceAccountNamespace || serviceAccountName", "serviceAccountNamespace == 'ci'",
+		"length(serviceAccountNamespace)", "to_upper(serviceAccountName)", "images.containers.a.tag",
 	} {
 		f.Add(s)
 	}

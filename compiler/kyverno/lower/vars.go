@@ -139,7 +139,8 @@ func dynAll(es []cel.Expr) []cel.Expr {
 // Variable lowers one variable's JMESPath (the text between {{ and }}) to the CEL expression of
 // its value, which fails where Kyverno fails the rule (see jmespath.go). Supported: paths
 // (names, "quoted names", [index]) below request.object, request.oldObject, request.userInfo,
-// request.kind, and request.operation, request.namespace, request.name; element (elementN) and
+// request.kind, and request.operation, request.namespace, request.name; serviceAccountName and
+// serviceAccountNamespace (see serviceAccount); element (elementN) and
 // elementIndex (elementIndexN) in foreach; raw string and JSON literals, ||, &&, !, == and !=,
 // pipes, and the functions of the table in functions.go.
 func Variable(s string, sc Scope) (cel.Expr, error) {

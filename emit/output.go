@@ -244,12 +244,42 @@ const (
 	// last-applied-configuration annotation, and the API server limits an object's annotations
 	// to 256 KiB in all, so such an object needs server-side apply.
 	WarnObjectBytes = apivalidation.TotalAnnotationSizeLimitB
+	// SplitObjectBytes is the size a back end that can divide a policy into several (whose
+	// mutations commute) keeps each policy under: the 1 MiB that leaves room below
+	// MaxObjectBytes for what the API server adds when it stores the object (managed fields,
+	// status).
+	SplitObjectBytes = 1 << 20
+	// MaxAnnotationBytes is the most the API server accepts in one object's annotations, keys
+	// and values together.
+	MaxAnnotationBytes = apivalidation.TotalAnnotationSizeLimitB
 )
+
+// Oversize is how many times over what one policy may hold p is: the larger of its policy's
+// compact JSON size over SplitObjectBytes and of its annotations' size (they name every input
+// policy) over MaxAnnotationBytes. p fits when it is at most 1.
+func (p *Policy) Oversize() (float64, error) {
+	data, err := json.Marshal(p.Policy)
+	if err != nil {
+		return 0, err
+	}
+	return max(float64(len(data))/SplitObjectBytes, float64(annotationBytes(p.Policy.Annotations))/float64(MaxAnnotationBytes)), nil
+}
+
+// annotationBytes is the size of annotations as the API server counts it: keys and values.
+func annotationBytes(a map[string]string) int {
+	n := 0
+	for k, v := range a {
+		n += len(k) + len(v)
+	}
+	return n
+}
 
 // size is the encoded size of one emitted object.
 type size struct {
 	Kind, Name string
 	Bytes      int
+	// Annotations is the size of its annotations, keys and values.
+	Annotations int
 }
 
 // CheckSizes measures every policy and binding in apiVersion's compact JSON encoding. It returns
@@ -279,6 +309,9 @@ func checkSizes(objs []map[string]any, warnings *[]string) error {
 			return err
 		}
 		switch {
+		case s.Annotations > MaxAnnotationBytes:
+			errs = append(errs, fmt.Errorf("%s/%s: its annotations are %s, above the %s the API server accepts, because the %s annotation names every input policy it was compiled from: compile with --layout per-mutator, or compile the mutators in several parts with a distinct --name-prefix each",
+				s.Kind, s.Name, byteSize(s.Annotations), byteSize(MaxAnnotationBytes), AnnotationSource))
 		case s.Bytes > MaxObjectBytes:
 			errs = append(errs, fmt.Errorf("%s/%s: the object is %s in JSON, above the %s etcd accepts per object by default, so the API server would refuse it: compile with --layout per-mutator (one policy per mutator or group of interacting mutators), or compile the mutators in several parts with a distinct --name-prefix each",
 				s.Kind, s.Name, byteSize(s.Bytes), byteSize(MaxObjectBytes)))
@@ -300,6 +333,11 @@ func measure(o map[string]any) (size, error) {
 	s.Kind, _ = o["kind"].(string)
 	if md, ok := o["metadata"].(map[string]any); ok {
 		s.Name, _ = md["name"].(string)
+		a, _ := md["annotations"].(map[string]any)
+		for k, v := range a {
+			str, _ := v.(string)
+			s.Annotations += len(k) + len(str)
+		}
 	}
 	return s, nil
 }

@@ -337,3 +337,53 @@ func TestObjectSizeIsJSON(t *testing.T) {
 		}
 	}
 }
+
+// manySources is a small policy compiled from n mutators, whose source annotation names them all.
+func manySources(t *testing.T, n int) *emit.Policy {
+	t.Helper()
+	var srcs []emit.Source
+	for i := range n {
+		srcs = append(srcs, emit.Source{APIVersion: "mutations.gatekeeper.sh/v1", Kind: "Assign", Name: fmt.Sprintf("set-something-%05d", i)})
+	}
+	p, err := emit.NewPolicy(emit.Spec{Name: "gatekeeper-many", Sources: srcs,
+		Mutations: []emit.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: "[]"}}}, emit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestAnnotationSizes: a policy compiled from so many mutators that its source annotation is
+// above what the API server accepts in an object's annotations is refused, saying why and what
+// to do; Oversize measures it, as it measures the object's size.
+func TestAnnotationSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    *emit.Policy
+		err  string
+		over float64 // Oversize, roughly (at most, for 0.01)
+	}{
+		{"few sources", manySources(t, 10), "", 0.01},
+		{"sources within the limit", manySources(t, 3000), "", 0.8},
+		{"sources above the limit", manySources(t, 5000), "its annotations are", 1.3},
+		{"half the split size", hugePolicy(t, "gatekeeper-half", emit.SplitObjectBytes/2), "", 0.5},
+		{"above the split size", hugePolicy(t, "gatekeeper-large", emit.SplitObjectBytes+1000), "", 1.001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := emit.CheckSizes([]*emit.Policy{tc.p}, "admissionregistration.k8s.io/v1")
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), emit.AnnotationSource) || !strings.Contains(err.Error(), "--layout per-mutator")):
+				t.Errorf("error %v, want one saying %q, naming the annotation and what to do", err, tc.err)
+			}
+			over, err := tc.p.Oversize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if over > tc.over*1.1 || tc.over > 0.01 && over < tc.over*0.95 {
+				t.Errorf("Oversize %.3f, want about %.3f", over, tc.over)
+			}
+		})
+	}
+}

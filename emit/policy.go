@@ -4,7 +4,8 @@
 // and reinvocation policy), and writes them: one YAML or JSON stream, or a directory with a
 // kustomization.yaml (and the kustomize configuration that keeps each binding naming its policy
 // under namePrefix and nameSuffix), atomically. It refuses objects larger than the API server
-// stores (MaxObjectBytes) and reports those that client-side apply cannot apply (CheckSizes).
+// stores (MaxObjectBytes, and MaxAnnotationBytes of annotations) and reports those that
+// client-side apply cannot apply (CheckSizes); Oversize tells a back end when to divide a policy.
 //
 // It knows no input language: it must not import anything under compiler/, and it invents no
 // names (the front ends' back ends choose them). It builds no CEL either: expressions arrive
@@ -228,6 +229,15 @@ func NewPolicy(s Spec, opts Options) (*Policy, error) {
 		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: sel}
 	}
 	return &Policy{Policy: p, Binding: b}, nil
+}
+
+// Rename gives p and its binding the name name (a full name: Options.NamePrefix is not added).
+func (p *Policy) Rename(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("the generated name %q is not valid: %s", name, strings.Join(errs, "; "))
+	}
+	p.Policy.Name, p.Binding.Name, p.Binding.Spec.PolicyName = name, name, name
+	return nil
 }
 
 // builtinResource is the plural resource of a kind the Kubernetes client libraries know.

@@ -109,3 +109,20 @@ func TestCompileNamePrefix(t *testing.T) {
 		t.Errorf("a bad prefix: problems %v, %d policies", out.Problems, len(out.Policies))
 	}
 }
+
+// TestRename: a policy renamed keeps its binding naming it; an invalid name is refused.
+func TestRename(t *testing.T) {
+	p, err := emit.NewPolicy(emit.Spec{Name: "gatekeeper-pods"}, emit.Options{NamePrefix: "team-a-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Rename("team-a-gatekeeper-pods-part-2"); err != nil {
+		t.Fatal(err)
+	}
+	if p.Policy.Name != "team-a-gatekeeper-pods-part-2" || p.Binding.Name != p.Policy.Name || p.Binding.Spec.PolicyName != p.Policy.Name {
+		t.Errorf("renamed: policy %s, binding %s for %s", p.Policy.Name, p.Binding.Name, p.Binding.Spec.PolicyName)
+	}
+	if err := p.Rename("Not_Valid"); err == nil || p.Policy.Name != "team-a-gatekeeper-pods-part-2" {
+		t.Errorf("an invalid name: error %v, name now %s", err, p.Policy.Name)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -106,6 +107,8 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 	alsoIn := make([][]*emit.Policy, len(groups))
 	var policies []*emit.Policy
 	var wildPolicy *emit.Policy
+	// weight: each group's expressions' length, unfused (filled in by build).
+	weight := map[int]int{}
 	// build compiles a bucket into its policy (nil when nothing can be written).
 	build := func(b *bucket) (*emit.Policy, *mutationError) {
 		var srcs []ir.Source
@@ -173,6 +176,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
+				weight[st.group] += size[st.m]
 				if fz.UnionKey(st.m) != "" {
 					joined[st.m] = unionSize(st, setValues(st.m))
 				}
@@ -265,14 +269,65 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		p.Contents = contents
 		return p, nil
 	}
+	// split is whole, a bucket's policy, with the groups in it, or, when whole is too large for
+	// the API server (emit.Policy.Oversize), the bucket compiled again into several policies
+	// that fit, each with some of its groups: groups never interact, so they run in several
+	// policies, in any order, as well as in one. The groups are divided in their order, by the
+	// length of their expressions, each part divided again while it is too large; a part of one
+	// group stays whole (emit refuses it if it is too large to store).
+	var split func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError)
+	split = func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError) {
+		if whole == nil {
+			return nil, nil, nil
+		}
+		over, jerr := whole.Oversize()
+		if jerr != nil {
+			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], jerr}
+		}
+		if over <= splitAt || len(b.groups) < 2 {
+			return []*emit.Policy{whole}, [][]int{b.groups}, nil
+		}
+		// A margin, since the weights only estimate each group's share of the policy.
+		n := min(int(math.Ceil(over/splitAt*1.1)), len(b.groups))
+		var parts []*emit.Policy
+		var partGroups [][]int
+		for _, gis := range divide(b.groups, weight, n) {
+			sub := *b
+			sub.groups, sub.own = gis, 0
+			p, err := build(&sub)
+			if err != nil {
+				return nil, nil, err
+			}
+			ps, pgs, err := split(&sub, p)
+			if err != nil {
+				return nil, nil, err
+			}
+			parts, partGroups = append(parts, ps...), append(partGroups, pgs...)
+		}
+		return parts, partGroups, nil
+	}
+	// splitNamed is split, the parts named after the whole with -part-1, -part-2, ...
+	splitNamed := func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError) {
+		ps, pgs, err := split(b, whole)
+		if err != nil || len(ps) < 2 {
+			return ps, pgs, err
+		}
+		for i, p := range ps {
+			if rerr := p.Rename(whole.Policy.Name + "-part-" + strconv.Itoa(i+1)); rerr != nil {
+				return nil, nil, &mutationError{groups[pgs[i][0]].Mutations[0], rerr}
+			}
+		}
+		return ps, pgs, nil
+	}
 	for _, k := range keys {
 		b := buckets[k]
-		var p *emit.Policy
+		var ps []*emit.Policy
+		var partGroups [][]int
 		merged := false
 		if b != wild && b.own > 0 && b.own < len(b.groups) {
 			// Keep the groups for every kind in this kind's policy only if that costs this
 			// kind's objects no mutation more than its own groups alone (they then skip the
-			// policy for every kind, and its mutations, altogether).
+			// policy for every kind, and its mutations, altogether), and it fits in one policy.
 			own := *b
 			own.groups = b.groups[:b.own]
 			alone, err := build(&own)
@@ -285,39 +340,77 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 					return nil, nil, nil, err
 				}
 				if with != nil && (alone == nil || len(with.Policy.Spec.Mutations) <= len(alone.Policy.Spec.Mutations)) {
-					p, merged = with, true
+					over, jerr := with.Oversize()
+					if jerr != nil {
+						return nil, nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], jerr}
+					}
+					if over <= splitAt {
+						ps, partGroups, merged = []*emit.Policy{with}, [][]int{b.groups}, true
+					}
 				}
 			}
 			if !merged {
-				p, b.groups = alone, own.groups
+				if ps, partGroups, err = splitNamed(&own, alone); err != nil {
+					return nil, nil, nil, err
+				}
 			}
 		} else {
-			var err *mutationError
-			if p, err = build(b); err != nil {
+			whole, err := build(b)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if ps, partGroups, err = splitNamed(b, whole); err != nil {
 				return nil, nil, nil, err
 			}
 		}
-		if p == nil {
-			continue
-		}
-		for _, gi := range b.groups {
-			if policyOf[gi] == nil {
-				policyOf[gi] = p
-			} else {
-				alsoIn[gi] = append(alsoIn[gi], p)
+		for i, p := range ps {
+			for _, gi := range partGroups[i] {
+				if policyOf[gi] == nil {
+					policyOf[gi] = p
+				} else {
+					alsoIn[gi] = append(alsoIn[gi], p)
+				}
 			}
+			policies = append(policies, p)
 		}
-		if b == wild {
-			wildPolicy = p
-		} else if merged {
-			excluded = append(excluded, p.Policy.Spec.MatchConstraints.ResourceRules...)
+		switch {
+		case b == wild && len(ps) == 1:
+			// Only a policy for every kind in one piece is merged into kinds' policies.
+			wildPolicy = ps[0]
+		case merged:
+			excluded = append(excluded, ps[0].Policy.Spec.MatchConstraints.ResourceRules...)
 		}
-		policies = append(policies, p)
 	}
 	if wildPolicy != nil && len(excluded) > 0 {
 		wildPolicy.Policy.Spec.MatchConstraints.ExcludeResourceRules = excluded
 	}
 	return policies, policyOf, alsoIn, nil
+}
+
+// splitAt is the emit.Policy.Oversize above which a policy is split (tests make it smaller).
+var splitAt = 1.0
+
+// divide cuts gis into n consecutive non-empty parts of about equal weight (n at most len(gis)).
+func divide(gis []int, weight map[int]int, n int) [][]int {
+	total := 0
+	for _, gi := range gis {
+		total += max(weight[gi], 1)
+	}
+	var parts [][]int
+	start, acc := 0, 0
+	for i, gi := range gis {
+		acc += max(weight[gi], 1)
+		left := len(gis) - (i + 1) // groups after this one
+		need := n - len(parts) - 1 // parts still to fill after the one this closes
+		if need == 0 {
+			continue
+		}
+		if left == need || acc*n >= total*(len(parts)+1) {
+			parts = append(parts, gis[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(parts, gis[start:])
 }
 
 // sequence is the steps of the groups gis in Gatekeeper's order, round by round (each group for

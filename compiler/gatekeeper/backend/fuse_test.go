@@ -1,17 +1,20 @@
 package backend_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mapc-dev/mapc/bench"
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/backend"
 	"github.com/mapc-dev/mapc/compiler/route"
 	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/emit"
+	"github.com/mapc-dev/mapc/verify"
 )
 
 func compileFile(t *testing.T, paths ...string) []*emit.Policy {
@@ -105,5 +108,67 @@ func TestExpressionOverParserLimitRefused(t *testing.T) {
 				t.Errorf("%d characters, %s: problems %q", n, layout, msgs)
 			}
 		}
+	}
+}
+
+// TestSplitOverSizeLimit: a policy too large for the API server is divided into parts that fit
+// (here with a limit of a twentieth of emit's, so that realistic-100's policies are too large),
+// named after it with -part-1, -part-2, ..., each with some of its groups; a part over the limit
+// holds one group only. The parts give Gatekeeper's result on the bench objects in every order
+// tried, as the whole policies do.
+func TestSplitOverSizeLimit(t *testing.T) {
+	w, err := bench.Load("realistic-100", []string{"../../../testdata/bench/realistic-100/mutators.yaml"}, []string{"../../../testdata/bench/objects"}, "Pod/shop/checkout-7d9f8b6c5d-x2x4k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := backend.Compile(w.Docs, route.Options{Layout: route.LayoutFused})
+	defer backend.SetSplitAt(0.05)()
+	out := backend.Compile(w.Docs, route.Options{Layout: route.LayoutFused})
+	for _, p := range append(whole.Problems, out.Problems...) {
+		t.Fatal(p)
+	}
+	if len(out.Policies) <= len(whole.Policies) {
+		t.Fatalf("want more than the %d policies of the whole, got %d", len(whole.Policies), len(out.Policies))
+	}
+	names := map[string]bool{}
+	for _, p := range whole.Policies {
+		names[p.Policy.Name] = true
+	}
+	groupsIn := map[*emit.Policy]int{}
+	for _, p := range out.Detail.(*backend.Plan).PolicyOf {
+		groupsIn[p]++
+	}
+	parts := 0
+	for _, p := range out.Policies {
+		base, n, isPart := strings.Cut(p.Policy.Name, "-part-")
+		if isPart {
+			parts++
+			if !names[base] || n == "" || p.Binding.Name != p.Policy.Name || p.Binding.Spec.PolicyName != p.Policy.Name {
+				t.Errorf("part %s (binding %s for %s) is not named after a policy of the whole", p.Policy.Name, p.Binding.Name, p.Binding.Spec.PolicyName)
+			}
+		}
+		over, err := p.Oversize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if over > 0.05 && groupsIn[p] > 1 {
+			t.Errorf("%s is %.2f times emit's limit with %d groups: it should have been divided further", p.Policy.Name, over, groupsIn[p])
+		}
+	}
+	if parts < 2 {
+		t.Errorf("want the large policies divided into parts, got %d parts", parts)
+	}
+	t.Logf("%d policies whole, %d split (%d parts)", len(whole.Policies), len(out.Policies), parts)
+	for _, res := range []*route.Output{whole, out} {
+		v, err := verify.New(w.Mutators, res.Policies, verify.Options{Namespaces: w.Namespaces, AllOrdersUpTo: 1, Shuffles: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range w.Objects {
+			if r := v.Check(context.Background(), verify.Case{Object: o}); !r.Pass {
+				t.Errorf("%d policies:\n%s", len(res.Policies), verify.Report([]verify.Result{r}))
+			}
+		}
+		v.Close()
 	}
 }

@@ -141,3 +141,49 @@ func Outcome(holds []bool) Expr {
 	}
 	return nil
 }
+
+// Reads lists the places below the identifier name that e reads, each as the chain of constant
+// field names that leads there (name["a"]["b"], name.a, name[?"a"]): a chain is cut where a
+// step is not a constant string, and a use of name itself gives the empty chain (it reads all).
+func Reads(e Expr, name string) [][]string {
+	var out [][]string
+	var walk func(e Expr)
+	walk = func(e Expr) {
+		if chain, ok := readChain(e, name); ok {
+			out = append(out, chain)
+			return
+		}
+		if x, ok := e.(index); ok {
+			if chain, ok := readChain(x.operand, name); ok {
+				out = append(out, chain)
+				walk(x.key)
+				return
+			}
+		}
+		eachChild(e, func(k Expr) bool {
+			walk(k)
+			return true
+		})
+	}
+	walk(e)
+	return out
+}
+
+// readChain reads e as name followed by constant field names.
+func readChain(e Expr, name string) ([]string, bool) {
+	switch x := e.(type) {
+	case ident:
+		return []string{}, x.name == name
+	case field:
+		c, ok := readChain(x.operand, name)
+		return append(c, x.name), ok
+	case index:
+		s, isStr := strValue(x.key)
+		if !isStr {
+			return nil, false
+		}
+		c, ok := readChain(x.operand, name)
+		return append(c, s), ok
+	}
+	return nil, false
+}

@@ -1,6 +1,9 @@
 package cel
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // TestAsVarRef: only variables.name reads as a variable reference.
 func TestAsVarRef(t *testing.T) {
@@ -34,6 +37,26 @@ func TestOutcome(t *testing.T) {
 	} {
 		if got := Outcome(c.holds); got != c.want {
 			t.Errorf("Outcome(%v) = %v, want %v", c.holds, got, c.want)
+		}
+	}
+}
+
+// TestReads: the chains of constant names below an identifier, cut at other steps.
+func TestReads(t *testing.T) {
+	obj := Ident("object")
+	spec := Index(obj, Str("spec"))
+	for _, c := range []struct {
+		e    Expr
+		want [][]string
+	}{
+		{Field(Field(obj, "metadata"), "labels"), [][]string{{"metadata", "labels"}}},
+		{Bin("==", Index(Index(spec, Str("containers")), Int(0)), OptIndex(spec, Str("x"))), [][]string{{"spec", "containers"}, {"spec", "x"}}},
+		{Call("size", obj), [][]string{{}}},
+		{Index(spec, Index(Ident("request"), Str("name"))), [][]string{{"spec"}}},
+		{Index(Ident("request"), Str("name")), nil},
+	} {
+		if got := Reads(c.e, "object"); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Reads(%s) = %q; want %q", String(c.e), got, c.want)
 		}
 	}
 }

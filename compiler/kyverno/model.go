@@ -58,6 +58,8 @@ type ForEach struct {
 	Preconditions  *Preconditions
 	StrategicMerge map[string]any
 	JSON6902       []Op
+	// ForEach are the nested entries, run for each element in order, instead of a patch.
+	ForEach []ForEach
 }
 
 // Block is a match or exclude block: Any or All filters (a block written with resources and

@@ -606,13 +606,24 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 				r.problem(kp, kf, "context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or registries while admitting")
 			}
 		case "foreach":
-			r.problem(kp, kf, "nested foreach is not supported yet")
+			// Kyverno decodes nested entries without its CRD's checks (the field is schemaless).
+			list, ok := m[k].([]any)
+			if !ok {
+				r.problem(kp, kf, "must be a list of foreach entries")
+				continue
+			}
+			for i, e := range list {
+				fe.ForEach = append(fe.ForEach, r.forEach(e, append(append([]string(nil), kp...), strconv.Itoa(i)), fmt.Sprintf("%s[%d]", kf, i)))
+			}
 		default:
 			r.problem(kp, kf, "unknown field of a foreach entry (Kyverno v1.19)")
 		}
 	}
 	if fe.List == "" {
 		r.problem(path, field+".list", "a foreach needs the list it iterates")
+	}
+	if m["foreach"] != nil && (fe.StrategicMerge != nil || fe.JSON6902 != nil) {
+		r.problem(path, field, "a patch beside a nested foreach: Kyverno runs the nested foreach and ignores the patch; move the patch into an entry of its own")
 	}
 	return fe
 }

@@ -219,6 +219,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		}
 		var ops cel.Expr
 		var vars []cel.Expr
+		var entries []cel.Expr // a foreach's entries after the first, each a mutation of its own
 		switch {
 		case r.StrategicMerge != nil:
 			patch, vs, err := lower.Substitute(r.StrategicMerge, sc, "")
@@ -231,10 +232,14 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
 		case r.ForEach != nil:
-			ops, err = forEach(r, rk)
+			all, err := forEach(r, rk)
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate", err)
 			}
+			if err := entriesApart(r, guard, pre); err != nil {
+				return nil, 0, problem(p, r, "mutate", err)
+			}
+			ops, entries = all[0], all[1:]
 			mayFail++ // a missing list fails the rule
 		default:
 			jops := append([]kyverno.Op(nil), r.JSON6902...)
@@ -272,11 +277,13 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 			mayFail++ // a variable without a value fails the rule
 			ops = cel.Guarded(lower.Resolved(vars), ops)
 		}
-		e := cel.Guarded(guard, cel.Guarded(pre, ops))
-		if cel.IsEmpty(e) {
-			continue
+		for _, ops := range append([]cel.Expr{ops}, entries...) {
+			e := cel.Guarded(guard, cel.Guarded(pre, ops))
+			if cel.IsEmpty(e) {
+				continue
+			}
+			rules = append(rules, emitted{rk, mayFail > failing, e, r})
 		}
-		rules = append(rules, emitted{rk, mayFail > failing, e, r})
 	}
 	for _, step := range steps(rules) {
 		e, parts := step.expr()
@@ -321,7 +328,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 	}
 	if partial && p.FailurePolicy == "Ignore" {
 		return nil, 0, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
-			Msg: "Ignore, with a rule that can fail (a variable without a value, a replace of a missing path, a missing foreach list) beside other rules for the same kinds: Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule in a policy of its own"}
+			Msg: "Ignore, with a rule that can fail (a variable without a value, a replace of a missing path, a missing foreach list) beside other rules for the same kinds, or a foreach with several entries (each entry is a mutation of its own): Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule, or each entry, in a policy of its own"}
 	}
 	fp := admissionregistrationv1.Fail
 	if p.FailurePolicy == "Ignore" {
@@ -559,16 +566,57 @@ func contains(s []string, x string) bool {
 	return false
 }
 
-// forEach lowers the rule's foreach entries, in order, for each kind the rule applies to.
-func forEach(r *kyverno.Rule, kinds []gk) (cel.Expr, error) {
-	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
-		if len(r.ForEach) > 1 {
-			// Each entry sees the previous one's result: one mutation cannot give that.
-			return nil, "", fmt.Errorf("foreach with several entries is not supported yet: split them into rules")
+// forEach lowers the rule's foreach entries, in order, for each kind the rule applies to: the
+// operations of each entry. Kyverno runs the entries one after the other, each reading its list
+// and request.object from the object as the earlier entries left it: the mutations of a
+// MutatingAdmissionPolicy, one per entry, do the same.
+func forEach(r *kyverno.Rule, kinds []gk) ([]cel.Expr, error) {
+	var out []cel.Expr
+	for n, fe := range r.ForEach {
+		e, err := perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
+			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", n))
+			return e, "", err
+		})
+		if err != nil {
+			return nil, err
 		}
-		e, err := lower.ForEach(apiVersion, kind, r.ForEach[0], "foreach[0]")
-		return e, "", err
-	})
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// entriesApart checks that what decides whether a rule with several foreach entries runs (its
+// match and exclude blocks, its preconditions) reads nothing an entry before the last writes:
+// Kyverno decides it once, on the object before the first entry, while each entry's mutation
+// decides it again on the object as the earlier entries left it. An entry writes only inside
+// the elements of its list (and moves them): where its list is.
+func entriesApart(r *kyverno.Rule, guard, pre cel.Expr) error {
+	if len(r.ForEach) < 2 {
+		return nil
+	}
+	reads := cel.Reads(cel.And(guard, pre), "object")
+	for n, fe := range r.ForEach[:len(r.ForEach)-1] {
+		written, err := lower.ListPath(fe.List)
+		if err != nil {
+			return nil // refused with the entry
+		}
+		for _, read := range reads {
+			if isPrefix(read, written) || isPrefix(written, read) {
+				what := "the rule's match, exclude or preconditions read"
+				if len(read) > 0 {
+					what += " " + strings.Join(read, ".")
+				} else {
+					what += " the whole object"
+				}
+				return &lower.FieldError{Field: fmt.Sprintf("foreach[%d]", n), Msg: fmt.Sprintf("changes %s, and %s: Kyverno decides whether the rule runs once, before its first entry, while each later entry, a mutation of its own, would decide it again on the changed object; not supported: split the entries into rules", strings.Join(written, "."), what)}
+			}
+		}
+	}
+	return nil
+}
+
+func isPrefix(prefix, s []string) bool {
+	return len(prefix) <= len(s) && slices.Equal(prefix, s[:len(prefix)])
 }
 
 // overlap: do the kind lists share a kind?

@@ -22,36 +22,105 @@ import (
 //     ({{element.name}} for containers), merged into the element (Kyverno's merge moves each
 //     patched item first: patched in reverse order, the default, they end up first in their
 //     order; in ascending order, first in reverse order), or
-//   - patchesJson6902 operations below /<the list's path>/{{elementIndex}}/.
+//   - patchesJson6902 operations below /<the list's path>/{{elementIndex}}/, or
+//   - one nested entry (a foreach inside the entry, depth upon depth) over a list below the
+//     element (element.env), whose patch touches only its own element of that list: strategic
+//     merge down each enclosing list to the item keyed by that loop's element
+//     ({{element0.name}}, then {{element.name}} or {{element1.name}}), JSON patch below
+//     /<list>/{{elementIndex0}}/<inner list>/{{elementIndex1}}/. Kyverno runs the nested entry
+//     for each element of the outer list that is not null and passes the outer entry's
+//     preconditions, reading the inner list from that element as the outer list held it; an
+//     entry holding a nested foreach has no patch of its own, so it runs in ascending order
+//     unless its order says otherwise, and Kyverno's merge moves the outer item first each time
+//     an inner patch merges into it.
 //
-// Per-element preconditions are supported; nested foreach and context are not.
+// Per-element preconditions are supported at every depth; context is not.
 func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Expr, error) {
-	listPath, err := listPathOf(fe.List)
-	if err != nil {
-		return nil, errorf(field+".list", "%v", err)
-	}
-	iv, xv := "i", "e"
-	i, x := cel.Ident(iv), cel.Ident(xv)
 	group, version, ok := strings.Cut(apiVersion, "/")
 	if !ok {
 		group, version = "", apiVersion
 	}
-	obj := ObjectShape(Kind{Group: group, Version: version, Kind: kind})
-	elem := obj
-	for _, s := range listPath {
-		elem = elem.field(s)
+	r := &forEachLowering{
+		obj:    ObjectShape(Kind{Group: group, Version: version, Kind: kind}),
+		schema: openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}),
 	}
-	sc := Scope{Elements: []cel.Expr{x}, Indexes: []cel.Expr{i}, Object: obj, ElementShapes: []Shape{elem.item()}}
-	pre, err := Preconditions(fe.Preconditions, sc, field+".preconditions")
+	l, err := r.entry(fe, field, nil)
 	if err != nil {
 		return nil, err
 	}
-	// The list, read as Kyverno reads it: a missing one fails the rule.
-	list := cel.Expr(object)
-	var p cel.Pointer
-	for _, s := range listPath {
-		list = cel.Index(list, cel.Str(s))
-		p = p.Child(s)
+	return l.ops, nil
+}
+
+type forEachLowering struct {
+	obj    Shape
+	schema *openapi.ResourceSchema // of the object (nil: unknown)
+}
+
+// loop is one foreach loop of an entry and the entries it is nested in.
+type loop struct {
+	path   []string                // the list: its path below the object (depth 0) or the enclosing element
+	at     cel.Pointer             // where the list is in the object (with the enclosing loops' indices)
+	list   cel.Expr                // the list, as the entry reads it
+	iv, xv string                  // the identifiers of the index and the element
+	shape  Shape                   // of the elements
+	schema *openapi.ResourceSchema // of the list in kyaml's schema (nil: unknown)
+}
+
+func (l loop) i() cel.Expr { return cel.Ident(l.iv) }
+func (l loop) x() cel.Expr { return cel.Ident(l.xv) }
+
+// loweredLoop is an entry's operations on the whole list, and, when its patches are strategic
+// merges, the condition that one of them merges into the list (Kyverno's merge then moves the
+// enclosing item first); nil for JSON patches, which move nothing.
+type loweredLoop struct {
+	ops, merges cel.Expr
+}
+
+// entry lowers the foreach entry fe inside the loops outer.
+func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) (loweredLoop, error) {
+	d := len(outer)
+	var lp loop
+	if d == 0 {
+		path, err := listPathOf(fe.List)
+		if err != nil {
+			return loweredLoop{}, errorf(field+".list", "%v", err)
+		}
+		lp = loop{path: path, iv: "i", xv: "e", list: object, shape: r.obj, schema: r.schema.Lookup(path...)}
+		for _, s := range path {
+			lp.list = cel.Index(lp.list, cel.Str(s))
+			lp.at = lp.at.Child(s)
+			lp.shape = lp.shape.field(s)
+		}
+	} else {
+		o := outer[d-1]
+		path, err := elementPathOf(fe.List, d)
+		if err != nil {
+			return loweredLoop{}, errorf(field+".list", "%v", err)
+		}
+		var s *openapi.ResourceSchema
+		if o.schema != nil {
+			if s = o.schema.Elements(); s != nil {
+				s = s.Lookup(path...)
+			}
+		}
+		lp = loop{path: path, iv: fmt.Sprintf("i_%d", d), xv: fmt.Sprintf("e_%d", d), list: o.x(), at: o.at.Index(o.i()), shape: o.shape.item(), schema: s}
+		for _, s := range path {
+			lp.list = cel.Index(lp.list, cel.Str(s))
+			lp.at = lp.at.Child(s)
+			lp.shape = lp.shape.field(s)
+		}
+	}
+	loops := append(append([]loop(nil), outer...), lp)
+	sc := Scope{Object: r.obj}
+	for _, l := range loops {
+		sc.Elements = append(sc.Elements, l.x())
+		sc.Indexes = append(sc.Indexes, l.i())
+		sc.ElementShapes = append(sc.ElementShapes, l.shape.item())
+	}
+	i, x := lp.i(), lp.x()
+	pre, err := Preconditions(fe.Preconditions, sc, field+".preconditions")
+	if err != nil {
+		return loweredLoop{}, err
 	}
 	var body cel.Expr // the operations for element x at index i
 	var vars []cel.Expr
@@ -62,89 +131,84 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 	case "Descending":
 		reverse = true
 	}
-	var moveTo cel.Expr
+	var merges cel.Expr // element x at index i gets a strategic merge (nil: no moves)
 	switch {
+	case len(fe.ForEach) > 1:
+		return loweredLoop{}, errorf(field+".foreach", "a nested foreach with several entries is not supported yet: the entries after the first read request.object as the earlier ones left it, element by element; nest one entry, or write the others in a rule of their own")
+	case len(fe.ForEach) == 1:
+		inner, err := r.entry(fe.ForEach[0], field+".foreach[0]", loops)
+		if err != nil {
+			return loweredLoop{}, err
+		}
+		body, merges = inner.ops, inner.merges
 	case fe.StrategicMerge != nil:
 		sub, vs, err := Substitute(fe.StrategicMerge, sc, "")
 		if err != nil {
-			return nil, errorf(field+".patchStrategicMerge", "%v", err)
+			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 		}
 		vars = vs
-		item, err := itemOf(sub, listPath)
+		rest, err := patchedItem(sub, loops)
 		if err != nil {
-			return nil, errorf(field+".patchStrategicMerge", "%v", err)
-		}
-		s := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
-		if s != nil {
-			s = s.Lookup(listPath...)
-		}
-		keys := mergeKeys(s)
-		if len(keys) != 1 || keys[0] == "" {
-			return nil, errorf(field+".patchStrategicMerge", "the list %s is not merged on one key in Kyverno's schema: not supported yet", strings.Join(listPath, "."))
-		}
-		key := keys[0]
-		kv, ok := item[key].(expr)
-		if !ok || cel.String(kv.e) != cel.String(cel.Index(x, cel.Str(key))) {
-			return nil, errorf(field+".patchStrategicMerge", "the patched item's %s must be {{element.%s}}: patches of other items are not supported yet", key, key)
-		}
-		rest := map[string]any{}
-		for k, v := range item {
-			if k != key {
-				rest[k] = v
-			}
+			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 		}
 		g := &smp{reach: cel.True}
-		body, err = g.mapOps(p.Index(i), x, rest, s.Elements(), field+".patchStrategicMerge", false)
+		body, err = g.mapOps(lp.at.Index(i), x, rest, lp.schema.Elements(), field+".patchStrategicMerge", false)
 		if err != nil {
-			return nil, err
+			return loweredLoop{}, err
 		}
 		if len(g.conds) > 0 {
-			return nil, errorf(field+".patchStrategicMerge", "condition anchors in a foreach patch are not supported yet")
+			return loweredLoop{}, errorf(field+".patchStrategicMerge", "condition anchors in a foreach patch are not supported yet")
 		}
-		// Where Kyverno's merge leaves the item: first, among the items patched so far.
-		if reverse {
-			jv, yv := "j", "y"
-			moveTo = cel.Call("size", cel.Method(list, "transformList", cel.Ident(jv), cel.Ident(yv),
-				cel.And(cel.Bin("<", cel.Ident(jv), i), cel.Bin("!=", cel.Ident(yv), cel.Null()),
-					cel.Substitute(cel.Substitute(pre, xv, cel.Ident(yv)), iv, cel.Ident(jv))), cel.True))
-		} else {
-			moveTo = cel.Int(0)
-		}
+		merges = cel.True
 	case fe.JSON6902 != nil:
 		var ops []kyverno.Op
 		for n, op := range fe.JSON6902 {
+			f := fmt.Sprintf("%s.patchesJson6902[%d]", field, n)
 			toks, err := pointer(op.Path)
 			if err != nil {
-				return nil, errorf(fmt.Sprintf("%s.patchesJson6902[%d]", field, n), "%v", err)
+				return loweredLoop{}, errorf(f, "%v", err)
 			}
-			if len(toks) <= len(listPath)+1 || !prefixed(toks, listPath) || strings.ReplaceAll(toks[len(listPath)], " ", "") != "{{elementIndex}}" {
-				return nil, errorf(fmt.Sprintf("%s.patchesJson6902[%d]", field, n), "the path must be below /%s/{{elementIndex}}/: operations elsewhere are not supported yet", strings.Join(listPath, "/"))
+			rel, ok := belowElement(toks, loops)
+			if !ok {
+				return loweredLoop{}, errorf(f, "the path must be below %s: operations elsewhere are not supported yet", elementPointer(loops))
 			}
-			rel := toks[len(listPath)+1:]
 			for _, t := range rel {
 				if strings.Contains(t, "{{") {
-					return nil, errorf(fmt.Sprintf("%s.patchesJson6902[%d]", field, n), "variables in paths are not supported here")
+					return loweredLoop{}, errorf(f, "variables in paths are not supported here")
 				}
 			}
 			v, vs, err := Substitute(op.Value, sc, "")
 			if err != nil {
-				return nil, errorf(fmt.Sprintf("%s.patchesJson6902[%d].value", field, n), "%v", err)
+				return loweredLoop{}, errorf(f+".value", "%v", err)
 			}
 			vars = append(vars, vs...)
 			ops = append(ops, kyverno.Op{Op: op.Op, Path: "/" + strings.Join(escapeAll(rel), "/"), Value: v})
 		}
-		body, err = json6902At(p.Index(i), x, nil, ops)
+		body, err = json6902At(lp.at.Index(i), x, nil, ops)
 		if err != nil {
-			return nil, errorf(field+".patchesJson6902", "%v", err)
+			return loweredLoop{}, errorf(field+".patchesJson6902", "%v", err)
 		}
 	default:
-		return nil, errorf(field, "has no patch: give patchStrategicMerge or patchesJson6902")
+		return loweredLoop{}, errorf(field, "has no patch: give patchStrategicMerge, patchesJson6902 or a nested foreach")
 	}
 	if cel.IsEmpty(body) {
-		return cel.List(), nil
+		return loweredLoop{ops: cel.List()}, nil
 	}
-	if moveTo != nil {
-		body = concat([]cel.Expr{body, cel.List(moveOp(p.Index(i), p.Index(moveTo)))})
+	if merges != nil {
+		// Where Kyverno's merge leaves the item: first, among the items merged into so far.
+		moveTo := cel.Expr(cel.Int(0))
+		if reverse {
+			jv, yv := "j", "y"
+			if d > 0 {
+				jv, yv = fmt.Sprintf("j_%d", d), fmt.Sprintf("y_%d", d)
+			}
+			at := func(e cel.Expr) cel.Expr {
+				return cel.Substitute(cel.Substitute(e, lp.xv, cel.Ident(yv)), lp.iv, cel.Ident(jv))
+			}
+			moveTo = cel.Call("size", cel.Method(lp.list, "transformList", cel.Ident(jv), cel.Ident(yv),
+				cel.And(cel.Bin("<", cel.Ident(jv), i), cel.Bin("!=", cel.Ident(yv), cel.Null()), at(pre), at(merges)), cel.True))
+		}
+		body = concat([]cel.Expr{body, cel.Guarded(merges, cel.List(moveOp(lp.at.Index(i), lp.at.Index(moveTo))))})
 	}
 	body = cel.Guarded(Resolved(vars), body)
 	if pre != cel.True {
@@ -152,25 +216,105 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 	}
 	// Null elements are skipped.
 	body = cel.Guarded(cel.Bin("!=", x, cel.Null()), body)
-	// Operations on distinct elements: besides the moves, their order changes nothing.
-	return cel.Method(cel.Method(list, "transformList", i, x, body), "flatten"), nil
+	out := loweredLoop{
+		// Operations on distinct elements: besides the moves, their order changes nothing.
+		ops: cel.Method(cel.Method(lp.list, "transformList", i, x, body), "flatten"),
+	}
+	if merges != nil {
+		out.merges = cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x,
+			cel.And(cel.Bin("!=", x, cel.Null()), pre, merges), cel.True)), cel.Int(0))
+	}
+	return out, nil
 }
 
-// itemOf follows the patch down path to a list of one item and returns the item.
-func itemOf(patch any, path []string) (map[string]any, error) {
+// patchedItem follows a strategic merge patch down the loops' lists to the innermost element's
+// item: at each loop, the path to its list and one item there keyed by that loop's element on
+// the list's merge key; the items of the enclosing loops hold their key and the way down, nothing
+// else. It gives the innermost item's other fields.
+func patchedItem(patch any, loops []loop) (map[string]any, error) {
+	cur := patch
+	var where []string
+	for d, l := range loops {
+		item, err := itemOf(cur, l.path, strings.Join(append(where, l.path...), "."))
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, l.path...)
+		keys := mergeKeys(l.schema)
+		if len(keys) != 1 || keys[0] == "" {
+			return nil, fmt.Errorf("the list %s is not merged on one key in Kyverno's schema: not supported yet", strings.Join(where, "."))
+		}
+		key := keys[0]
+		want := fmt.Sprintf("{{element%d.%s}}", d, key)
+		if d == len(loops)-1 {
+			want = fmt.Sprintf("{{element.%s}}", key)
+		}
+		kv, ok := item[key].(expr)
+		if !ok || cel.String(kv.e) != cel.String(cel.Index(l.x(), cel.Str(key))) {
+			return nil, fmt.Errorf("the patched item of %s must have %s %s: patches of other items are not supported yet", strings.Join(where, "."), key, want)
+		}
+		rest := map[string]any{}
+		for k, v := range item {
+			if k != key {
+				rest[k] = v
+			}
+		}
+		if d == len(loops)-1 {
+			return rest, nil
+		}
+		cur = rest
+		where[len(where)-1] += "[]"
+	}
+	return nil, nil
+}
+
+// belowElement reads the tokens of a JSON patch path as the innermost element's path
+// (/<list>/{{elementIndex0}}/<list>/{{elementIndex1}}/..., the innermost index also
+// {{elementIndex}}) and gives the tokens below it.
+func belowElement(toks []string, loops []loop) ([]string, bool) {
+	for d, l := range loops {
+		if len(toks) <= len(l.path)+1 || !prefixed(toks, l.path) {
+			return nil, false
+		}
+		idx := strings.ReplaceAll(toks[len(l.path)], " ", "")
+		if idx != fmt.Sprintf("{{elementIndex%d}}", d) && (d < len(loops)-1 || idx != "{{elementIndex}}") {
+			return nil, false
+		}
+		toks = toks[len(l.path)+1:]
+	}
+	return toks, true
+}
+
+// elementPointer is the pointer belowElement reads, for messages.
+func elementPointer(loops []loop) string {
+	var b strings.Builder
+	for d, l := range loops {
+		b.WriteString("/" + strings.Join(l.path, "/"))
+		if len(loops) == 1 {
+			b.WriteString("/{{elementIndex}}")
+		} else {
+			fmt.Fprintf(&b, "/{{elementIndex%d}}", d)
+		}
+	}
+	return b.String() + "/"
+}
+
+// itemOf follows the patch down path to a list of one item and returns the item (name: the
+// list's name in messages).
+func itemOf(patch any, path []string, name string) (map[string]any, error) {
 	cur := patch
 	for _, s := range path {
 		m, ok := cur.(map[string]any)
 		if !ok || len(m) != 1 {
-			return nil, fmt.Errorf("the patch must lead to the list %s and patch nothing else: not supported yet", strings.Join(path, "."))
+			return nil, fmt.Errorf("the patch must lead to the list %s and patch nothing else: not supported yet", name)
 		}
 		if cur, ok = m[s]; !ok {
-			return nil, fmt.Errorf("the patch must lead to the list %s, the foreach's list: patches of other fields are not supported yet", strings.Join(path, "."))
+			return nil, fmt.Errorf("the patch must lead to the list %s, the foreach's list: patches of other fields are not supported yet", name)
 		}
 	}
 	l, ok := cur.([]any)
 	if !ok || len(l) != 1 {
-		return nil, fmt.Errorf("the patch must hold one item of the list %s", strings.Join(path, "."))
+		return nil, fmt.Errorf("the patch must hold one item of the list %s", name)
 	}
 	item, ok := l[0].(map[string]any)
 	if !ok {
@@ -178,6 +322,10 @@ func itemOf(patch any, path []string) (map[string]any, error) {
 	}
 	return item, nil
 }
+
+// ListPath is the path below request.object of a foreach's list (an error when the list is not
+// a path of names below request.object).
+func ListPath(list string) ([]string, error) { return listPathOf(list) }
 
 // listPathOf reads a foreach list: a path of names below request.object.
 func listPathOf(list string) ([]string, error) {
@@ -214,4 +362,25 @@ func escapeAll(toks []string) []string {
 		out[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 	}
 	return out
+}
+
+// elementPathOf reads the list of a foreach nested depth deep: a path of names below the
+// enclosing element ({{element}}, or {{elementN}} with N = depth-1).
+func elementPathOf(list string, depth int) ([]string, error) {
+	segs, err := pathOf(strings.TrimSpace(list))
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v (a path below the enclosing element is supported)", list, err)
+	}
+	if len(segs) < 2 || segs[0] != "element" && segs[0] != fmt.Sprintf("element%d", depth-1) {
+		return nil, fmt.Errorf("%q: only a list below the enclosing element (element.<path>) is supported in a nested foreach yet", list)
+	}
+	var out []string
+	for _, s := range segs[1:] {
+		name, ok := s.(string)
+		if !ok {
+			return nil, fmt.Errorf("%q: list indices in the path are not supported yet", list)
+		}
+		out = append(out, name)
+	}
+	return out, nil
 }

@@ -1,8 +1,9 @@
 // Package backend is Kyverno's route through the compiler: it takes the Kyverno policies the
 // route claims, reads each with the front end (package kyverno), lowers each mutate rule (package
 // lower) and builds one MutatingAdmissionPolicy per Kyverno policy (package emit) whose
-// mutations are the policy's rules in Kyverno's order, each guarded by the rule's match and
-// exclude blocks as Kyverno evaluates them on the object the rule sees.
+// mutations are the policy's rules (a foreach's entries each a mutation) in Kyverno's order,
+// each guarded by the rule's match and exclude blocks as Kyverno evaluates them on the object
+// the rule sees.
 //
 // It must not import another language's packages; what it shares with them is package cel,
 // package emit, compiler/diag, compiler/route and compiler/source.
@@ -184,8 +185,8 @@ func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
 	return &diag.Problem{File: p.Doc.File, Line: line, Object: p.Object(), Field: field, Msg: msg}
 }
 
-// compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule, in
-// order.
+// compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule (per
+// entry of a foreach), in order.
 func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, bool, error) {
 	pol, mayFail, err := compileRules(env, p, opts)
 	return pol, mayFail > 0, err

@@ -265,6 +265,22 @@ func (p *Policy) Oversize() (float64, error) {
 	return max(float64(len(data))/SplitObjectBytes, float64(annotationBytes(p.Policy.Annotations))/float64(MaxAnnotationBytes)), nil
 }
 
+// Storable says why the API server would not store p's policy ("" when it would): larger than
+// MaxObjectBytes in compact JSON, or with annotations above MaxAnnotationBytes.
+func (p *Policy) Storable() (string, error) {
+	data, err := json.Marshal(p.Policy)
+	if err != nil {
+		return "", err
+	}
+	if len(data) > MaxObjectBytes {
+		return fmt.Sprintf("its policy is %s in JSON, above the %s etcd accepts per object by default", byteSize(len(data)), byteSize(MaxObjectBytes)), nil
+	}
+	if n := annotationBytes(p.Policy.Annotations); n > MaxAnnotationBytes {
+		return fmt.Sprintf("its policy's annotations, which name every mutator, are %s, above the %s the API server accepts", byteSize(n), byteSize(MaxAnnotationBytes)), nil
+	}
+	return "", nil
+}
+
 // annotationBytes is the size of annotations as the API server counts it: keys and values.
 func annotationBytes(a map[string]string) int {
 	n := 0

@@ -315,8 +315,16 @@ emission:
 			out.Notes = append(out.Notes, note(diag.Redundant, m, redundantReason+r.Why))
 		}
 		fail := func(e *mutationError) {
-			refused[e.m] = true
-			out.Problems = append(out.Problems, &gatekeeper.Problem{File: e.m.Source.File, Line: e.m.Source.Line, Object: e.m.Source.String(), Field: "spec.location", Msg: e.err.Error()})
+			ms := []*ir.Mutation{e.m}
+			if g, ok := e.err.(groupError); ok {
+				ms = append(ms, g.group...)
+			}
+			for _, m := range ms {
+				if !refused[m] {
+					refused[m] = true
+					out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.location", Msg: e.err.Error()})
+				}
+			}
 		}
 		if opts.Layout == route.LayoutPerMutator {
 			for _, g := range out.Groups {
@@ -329,6 +337,12 @@ emission:
 					}
 				} else {
 					p, err = compileGroup(env, g, opts)
+				}
+				if err == nil && p != nil {
+					var jerr error
+					if err, jerr = tooLarge(g.Mutations, p); jerr != nil {
+						err = &mutationError{m: g.Mutations[0], err: jerr}
+					}
 				}
 				out.PolicyOf = append(out.PolicyOf, p)
 				if err != nil {

@@ -26,6 +26,32 @@ type mutationError struct {
 	err error
 }
 
+// groupError refuses the mutators of a group with the one a mutationError names, for one reason.
+type groupError struct {
+	group []*ir.Mutation
+	error
+}
+
+// tooLarge is the error of a group of interacting mutators whose policy p the API server would
+// not store ("" when it would): they run in order in one policy, so it cannot be divided.
+func tooLarge(g []*ir.Mutation, p *emit.Policy) (*mutationError, error) {
+	why, err := storable(p)
+	if why == "" || err != nil {
+		return nil, err
+	}
+	if len(g) == 1 {
+		return &mutationError{g[0], fmt.Errorf("%s: write fewer or smaller values", why)}, nil
+	}
+	var names []string
+	for _, m := range g[:min(len(g), 4)] {
+		names = append(names, m.Source.String())
+	}
+	if len(g) > 4 {
+		names = append(names, fmt.Sprintf("and %d more", len(g)-4))
+	}
+	return &mutationError{g[0], groupError{g, fmt.Errorf("it is one of %d mutators that interact (%s), which run in order in one policy that cannot be divided, and %s: compile fewer of them, or give them matches no object satisfies together", len(g), strings.Join(names, ", "), why)}}, nil
+}
+
 // step is one run of one mutation in a fused policy's sequence.
 type step struct {
 	m *ir.Mutation
@@ -285,6 +311,15 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], jerr}
 		}
 		if over <= splitAt || len(b.groups) < 2 {
+			if len(b.groups) == 1 {
+				merr, jerr := tooLarge(groups[b.groups[0]].Mutations, whole)
+				if jerr != nil {
+					return nil, nil, &mutationError{m: groups[b.groups[0]].Mutations[0], err: jerr}
+				}
+				if merr != nil {
+					return nil, nil, merr
+				}
+			}
 			return []*emit.Policy{whole}, [][]int{b.groups}, nil
 		}
 		// A margin, since the weights only estimate each group's share of the policy.
@@ -386,6 +421,9 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 	}
 	return policies, policyOf, alsoIn, nil
 }
+
+// storable is emit.Policy.Storable (tests make the limits smaller).
+var storable = (*emit.Policy).Storable
 
 // splitAt is the emit.Policy.Oversize above which a policy is split (tests make it smaller).
 var splitAt = 1.0

@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -170,5 +171,40 @@ func TestSplitOverSizeLimit(t *testing.T) {
 			}
 		}
 		v.Close()
+	}
+}
+
+// TestGroupTooLargeRefused: a group of interacting mutators whose policy the API server would not
+// store cannot be divided: in both layouts every mutator of the group is refused, saying why and
+// naming the others, and the other mutators still compile (here with a limit of 20,000 bytes, which
+// realistic-100's container group exceeds).
+func TestGroupTooLargeRefused(t *testing.T) {
+	docs, err := source.ReadPaths([]string{"../../../testdata/bench/realistic-100/mutators.yaml"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.SetStoredLimit(20000)()
+	defer backend.SetSplitAt(0.01)()
+	for _, layout := range []route.Layout{route.LayoutFused, route.LayoutPerMutator} {
+		out := backend.Compile(docs, route.Options{Layout: layout})
+		if len(out.Problems) < 2 || len(out.Policies) == 0 {
+			t.Fatalf("%s: want a group refused and the rest compiled, got %d problems and %d policies", layout, len(out.Problems), len(out.Policies))
+		}
+		for _, p := range out.Problems {
+			msg := p.Error()
+			if !strings.Contains(msg, "mutators that interact (Assign/") || !strings.Contains(msg, "above 20000") {
+				t.Errorf("%s: %v", layout, p)
+			}
+		}
+		for _, p := range out.Policies {
+			data, err := json.Marshal(p.Policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(data) > 20000 {
+				t.Errorf("%s: %s is %d bytes, above the limit", layout, p.Policy.Name, len(data))
+			}
+		}
+		t.Logf("%s: %d refused, %d policies", layout, len(out.Problems), len(out.Policies))
 	}
 }

@@ -2,11 +2,7 @@ package lower
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/kyverno"
@@ -18,10 +14,13 @@ import (
 // evaluated in order and stopping as Kyverno stops, so that a variable without a value fails
 // the rule exactly when Kyverno reaches it.
 //
-// Supported: the operators Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn; a key that is
-// a variable (or a string with variables, or a literal); a value that is a string, a boolean,
-// or a list of strings. A string value that Kyverno would read as a duration or a quantity, a
-// range ("1-10") or a JSON list is refused: its comparison depends on more than the text.
+// Supported: the operators Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn, GreaterThan,
+// GreaterThanOrEquals, LessThan, LessThanOrEquals; a key that is a variable (or a string with
+// variables, or a literal); a value that is a string, a boolean, or a list of strings. Values
+// that read as quantities compare as Kyverno compares them (compare.go), with the API server's
+// quantity library, which is Kyverno's parser. Refused, each with its reason: durations compared
+// with a key that can be a string or a number, numbers (and numeric strings in the ordering
+// operators) compared with a key that can be a string, a range ("1-10") or a JSON list.
 func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr, error) {
 	if pc == nil {
 		return cel.True, nil
@@ -69,26 +68,43 @@ func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr,
 	return cel.Cond(anyE, allE, cel.Cond(allE, cel.False, cel.False)), nil
 }
 
-// operand is a condition's key or value: the expression of its value when the rule runs, or
-// the literal.
-func operand(v any, sc Scope, field string) (cel.Expr, any, bool, error) {
+// operand is a condition's key or value: the expression of its value when the rule runs and
+// the JSON types it can have, or the literal.
+func operand(v any, sc Scope, field string) (cel.Expr, types, any, bool, error) {
 	s, vars, lossy, err := substitute(v, sc, field, true)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, 0, nil, false, err
 	}
 	if len(vars) == 0 {
-		return nil, v, false, nil
+		return nil, literalTypes(v), v, false, nil
 	}
 	e, ok := s.(expr)
 	if !ok {
-		return nil, nil, false, errorf(field, "variables inside a list or map operand are not supported yet")
+		return nil, 0, nil, false, errorf(field, "variables inside a list or map operand are not supported yet")
 	}
-	return e.e, nil, lossy, nil
+	return e.e, e.t, nil, lossy, nil
+}
+
+// literalTypes is the type of a literal operand as Kyverno reads it.
+func literalTypes(v any) types {
+	switch v.(type) {
+	case nil:
+		return tNull
+	case bool:
+		return tBool
+	case string:
+		return tStr
+	case []any:
+		return tList
+	case map[string]any:
+		return tMap
+	}
+	return tAny
 }
 
 // condition1 is one condition.
 func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
-	key, keyLit, lossy, err := operand(c.Key, sc, field+".key")
+	key, kt, keyLit, lossy, err := operand(c.Key, sc, field+".key")
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +115,7 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		}
 		key = cel.Call("dyn", key)
 	}
-	val, valLit, _, err := operand(c.Value, sc, field+".value")
+	val, _, valLit, _, err := operand(c.Value, sc, field+".value")
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +129,7 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 	op := strings.ToLower(c.Operator)
 	switch op {
 	case "equals", "notequals":
-		e, err := equals(key, valLit, field+".value")
+		e, err := equals(key, kt, valLit, field+".value")
 		if err != nil {
 			return nil, err
 		}
@@ -127,53 +143,12 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 			return nil, err
 		}
 		return setOp(op, key, vals), nil
+	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
+		return numericCond(op, key, kt, valLit, field+".value")
+	case "durationgreaterthan", "durationgreaterthanorequals", "durationlessthan", "durationlessthanorequals":
+		return durationOp(c.Operator, key, kt, field+".key")
 	}
-	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn)", c.Operator)
-}
-
-// literalString checks that Kyverno compares s as text: not a duration, quantity or range.
-func literalString(s, field string) error {
-	if _, err := time.ParseDuration(s); err == nil && s != "0" {
-		return errorf(field, "%q reads as a duration, which Kyverno compares as one; not supported yet", s)
-	}
-	if _, err := resource.ParseQuantity(s); err == nil {
-		return errorf(field, "%q reads as a quantity, which Kyverno compares as one; not supported yet", s)
-	}
-	if isRange(s) {
-		return errorf(field, "%q is a range, which is not supported yet", s)
-	}
-	if strings.HasPrefix(strings.TrimSpace(s), "[") {
-		return errorf(field, "%q is a JSON list in a string, which is not supported yet", s)
-	}
-	return nil
-}
-
-// equals is Kyverno's Equals (operator/equal.go) of the run-time key and a literal value.
-func equals(key cel.Expr, val any, field string) (cel.Expr, error) {
-	k := cel.Ident("k")
-	typ := func(t string) cel.Expr { return cel.Bin("==", cel.Call("type", k), cel.Ident(t)) }
-	var body cel.Expr
-	switch v := val.(type) {
-	case string:
-		if err := literalString(v, field); err != nil {
-			return nil, err
-		}
-		// A string key that reads as a quantity compares as one: never equal to this value.
-		str := cel.And(cel.Not(cel.Call("isQuantity", k)), Glob(v, k))
-		var asInt, asDouble cel.Expr = cel.False, cel.False
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			asInt = cel.Bin("==", k, cel.Int(n))
-		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			asDouble = cel.Bin("==", k, cel.Double(f))
-		}
-		body = cel.Cond(typ("string"), str, cel.Cond(typ("int"), asInt, cel.Cond(typ("double"), asDouble, cel.False)))
-	case bool:
-		body = cel.And(typ("bool"), cel.Bin("==", k, cel.Bool(v)))
-	default:
-		return nil, errorf(field, "a value of type %T is not supported yet (strings and booleans are)", val)
-	}
-	return cel.Let("k", cel.Call("dyn", key), body), nil
+	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals)", c.Operator)
 }
 
 // stringList reads a set operator's value: a list of strings, or one string.

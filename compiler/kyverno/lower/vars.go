@@ -27,7 +27,10 @@ type Scope struct {
 var variableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
 
 // expr is a value computed when the rule runs: a variable, or a string with variables in it.
-type expr struct{ e cel.Expr }
+type expr struct {
+	e cel.Expr
+	t types // the JSON types of its value
+}
 
 // Substitute replaces the variables in v's strings with the CEL expressions of their values:
 // a string that is one variable takes the variable's value, of whatever type; a string with
@@ -69,7 +72,7 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 					if !null && v.t&tNull != 0 {
 						return nil, errorf(field, "the variable %s can be null, which Kyverno's patch reads as removing the field: not supported yet (give a default with ||)", x)
 					}
-					return expr{v.e}, nil
+					return expr{v.e, v.t}, nil
 				}
 				if l[0] > at {
 					parts = append(parts, cel.Str(x[at:l[0]]))
@@ -88,7 +91,7 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 			for _, p := range parts[1:] {
 				out = cel.Bin("+", out, p)
 			}
-			return expr{out}, nil
+			return expr{out, tStr}, nil
 		case map[string]any:
 			out := map[string]any{}
 			for _, k := range slices.Sorted(maps.Keys(x)) {

@@ -1,0 +1,188 @@
+package lower
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blang/semver/v4"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mapc-dev/mapc/cel"
+)
+
+// condValue is a condition's string value as Kyverno's operators (pkg/engine/variables/operator)
+// read it: each parser they try, and what it gives.
+type condValue struct {
+	s       string
+	dur     bool // time.ParseDuration reads it, and it is not "0" (operator.go parseDuration)
+	qty     bool // resource.ParseQuantity reads it
+	q       resource.Quantity
+	flt     bool // strconv.ParseFloat reads it
+	f       float64
+	integer bool // strconv.ParseInt reads it (base 10)
+	i       int64
+	version bool // semver.Parse reads it
+}
+
+func readCondValue(s string) condValue {
+	l := condValue{s: s}
+	if _, err := time.ParseDuration(s); err == nil && s != "0" {
+		l.dur = true
+	}
+	if q, err := resource.ParseQuantity(s); err == nil {
+		l.qty, l.q = true, q
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		l.flt, l.f = true, f
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		l.integer, l.i = true, i
+	}
+	if _, err := semver.Parse(s); err == nil {
+		l.version = true
+	}
+	return l
+}
+
+// durationWhy is why a key that can be a string (or a number) is not compared with a duration.
+const durationWhy = "Kyverno reads a string key with Go's time.ParseDuration and, where that fails " +
+	"(past 292 years it overflows), goes on as if the key were not a duration; CEL's duration() is the " +
+	"same parser but fails the whole expression there, and no CEL test tells the two apart exactly"
+
+// durationNumberWhy is why a key that can be a number is not compared with a duration.
+const durationNumberWhy = "Kyverno reads a number key as seconds with Go's time.Duration(key)*time.Second, " +
+	"which wraps around past 292 years where CEL's arithmetic fails"
+
+// floatWhy is why a key that can be a string is not compared with a value that reads as a number.
+const floatWhy = "Kyverno compares a string key that is not a quantity as a float64 when Go's strconv.ParseFloat " +
+	"reads it (hexadecimal floats, digits with underscores, Inf, NaN), and CEL's double() fails the " +
+	"expression on those of them that overflow"
+
+// maxExact is the magnitude up to which every integer is a float64.
+const maxExact = 1 << 53
+
+// keyType is the test that the run-time key k has CEL type t.
+func keyType(k cel.Expr, t string) cel.Expr {
+	return cel.Bin("==", cel.Call("type", k), cel.Ident(t))
+}
+
+// equals is Kyverno's Equals (operator/equal.go) of the run-time key, of types kt, and a condValue
+// value; NotEquals is its negation in every case (notequal.go).
+func equals(key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
+	k := cel.Ident("k")
+	var body cel.Expr
+	switch v := val.(type) {
+	case string:
+		if isRange(v) {
+			return nil, errorf(field, "%q is a range, which is not supported yet", v)
+		}
+		if strings.HasPrefix(strings.TrimSpace(v), "[") {
+			return nil, errorf(field, "%q is a JSON list in a string, which is not supported yet", v)
+		}
+		l := readCondValue(v)
+		// A string key: a duration when both read as one, else a quantity when the key reads
+		// as one (never equal when the value does not), else Kyverno's wildcards.
+		if l.dur && kt&tStr != 0 {
+			return nil, errorf(field, "%q reads as a duration, which Kyverno compares as one with a key that reads as one, and the key can be a string: %s; not supported", v, durationWhy)
+		}
+		var str cel.Expr
+		if l.qty {
+			// The value has no wildcard: a key that is not a quantity is never equal to it.
+			str = cel.And(cel.Call("isQuantity", k), cel.Bin("==", quantityCmp(k, l), cel.Int(0)))
+		} else {
+			str = cel.And(cel.Not(cel.Call("isQuantity", k)), Glob(v, k))
+		}
+		// A number key: an int64 compares with ParseInt's reading, a float64 with ParseFloat's,
+		// and the object's integers reach Kyverno as either.
+		var asInt, asDouble cel.Expr = cel.False, cel.False
+		switch {
+		case l.integer && l.i > -maxExact && l.i < maxExact:
+			asInt = cel.Bin("==", k, cel.Int(l.i))
+		case !l.integer && l.flt && !math.IsInf(l.f, 0) && l.f == math.Trunc(l.f) && kt&tInt != 0:
+			return nil, errorf(field, "%q reads as the integer %v with strconv.ParseFloat but not with strconv.ParseInt, and the key can be an integer, which Kyverno compares with one or the other depending on whether it reached it as an int64 or a float64 (decoded from the request, or from the previous rule's result); not supported", v, l.f)
+		case l.integer && kt&tInt != 0:
+			return nil, errorf(field, "%q is an integer past 2^53, and the key can be an integer, which Kyverno compares exactly as an int64 and rounded as a float64 (it reaches it as either); not supported", v)
+		}
+		if l.flt && !math.IsInf(l.f, 0) && !math.IsNaN(l.f) {
+			asDouble = cel.Bin("==", k, cel.Double(l.f))
+		}
+		body = cel.Cond(keyType(k, "string"), str, cel.Cond(keyType(k, "int"), asInt, cel.Cond(keyType(k, "double"), asDouble, cel.False)))
+	case bool:
+		body = cel.And(keyType(k, "bool"), cel.Bin("==", k, cel.Bool(v)))
+	default:
+		return nil, errorf(field, "a value of type %T is not supported yet (strings and booleans are)", val)
+	}
+	return cel.Let("k", cel.Call("dyn", key), body), nil
+}
+
+// quantityCmp is quantity(k).compareTo(the value's quantity): Kyverno's Quantity.Cmp.
+func quantityCmp(k cel.Expr, l condValue) cel.Expr {
+	return cel.Method(cel.Call("quantity", k), "compareTo", cel.Call("quantity", cel.Str(l.s)))
+}
+
+// numericOps are Kyverno's numeric operators and CEL's comparisons.
+var numericOps = map[string]string{
+	"greaterthan":         ">",
+	"greaterthanorequals": ">=",
+	"lessthan":            "<",
+	"lessthanorequals":    "<=",
+}
+
+// numericCond is GreaterThan, GreaterThanOrEquals, LessThan or LessThanOrEquals (operator/numeric.go)
+// of the run-time key, of types kt, and a condValue string value. Kyverno tries, for a string key,
+// durations (when both read as one), then quantities (when both do), then the key as a float64,
+// an int64, a semantic version; for a number key, a duration value, then the value as a float64.
+// Booleans, lists, objects and null compare as false.
+func numericCond(op string, key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
+	v, ok := val.(string)
+	if !ok {
+		return nil, errorf(field, "a value of type %T is not supported (strings are): Kyverno compares numbers as float64 or int64 depending on how it reached the key", val)
+	}
+	l := readCondValue(v)
+	k := cel.Ident("k")
+	cmp := numericOps[op]
+	var str, num cel.Expr = cel.False, cel.False
+	switch {
+	case l.dur:
+		if kt&tStr != 0 {
+			return nil, errorf(field, "%q reads as a duration, and the key can be a string: %s; not supported", v, durationWhy)
+		}
+		if kt&(tInt|tDouble) != 0 {
+			return nil, errorf(field, "%q reads as a duration, and the key can be a number: %s; not supported", v, durationNumberWhy)
+		}
+	case l.flt:
+		if kt&tStr != 0 {
+			return nil, errorf(field, "%q reads as a number, and the key can be a string: %s; not supported", v, floatWhy)
+		}
+		if math.IsInf(l.f, 0) || math.IsNaN(l.f) {
+			return nil, errorf(field, "%q reads as a float64 that is not finite; not supported", v)
+		}
+		// Kyverno compares an int64 key and a float64 key alike, as float64.
+		num = cel.Bin(cmp, cel.Call("double", k), cel.Double(l.f))
+	case l.qty:
+		// A string key: quantities when it reads as one; otherwise the value reads as neither a
+		// float64, an int64 nor a version, and the comparison is false.
+		str = cel.And(cel.Call("isQuantity", k), cel.Bin(cmp, quantityCmp(k, l), cel.Int(0)))
+	case l.version:
+		if kt&tStr != 0 {
+			return nil, errorf(field, "%q reads as a semantic version, which Kyverno compares as one with a key that reads as one; not supported yet", v)
+		}
+	}
+	// Otherwise the value reads as nothing Kyverno compares: false for every key.
+	body := cel.Cond(keyType(k, "string"), str, cel.Cond(cel.Or(keyType(k, "int"), keyType(k, "double")), num, cel.False))
+	return cel.Let("k", cel.Call("dyn", key), body), nil
+}
+
+// durationOp is DurationGreaterThan and the others (operator/duration.go): a string key is read
+// with time.ParseDuration, a number key as seconds; other keys compare as false.
+func durationOp(name string, key cel.Expr, kt types, field string) (cel.Expr, error) {
+	if kt&tStr != 0 {
+		return nil, errorf(field, "%s with a key that can be a string: %s; not supported", name, durationWhy)
+	}
+	if kt&(tInt|tDouble) != 0 {
+		return nil, errorf(field, "%s with a key that can be a number: %s; not supported", name, durationNumberWhy)
+	}
+	return cel.Let("k", cel.Call("dyn", key), cel.False), nil
+}

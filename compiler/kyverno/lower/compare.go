@@ -101,7 +101,7 @@ func equals(key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
 		case l.integer && l.i > -maxExact && l.i < maxExact:
 			asInt = cel.Bin("==", k, cel.Int(l.i))
 		case !l.integer && l.flt && !math.IsInf(l.f, 0) && l.f == math.Trunc(l.f) && kt&tInt != 0:
-			return nil, errorf(field, "%q reads as the integer %v with strconv.ParseFloat but not with strconv.ParseInt, and the key can be an integer, which Kyverno compares with one or the other depending on whether it reached it as an int64 or a float64 (decoded from the request, or from the previous rule's result); not supported", v, l.f)
+			return nil, errorf(field, "%q reads as the integer %v with strconv.ParseFloat but not with strconv.ParseInt, and the key can be an integer, which Kyverno compares with one or the other depending on whether it reached it as an int64 or a float64 (decoded from the request, or from the previous rule's result); not supported: write it as digits (%q)", v, l.f, strconv.FormatFloat(l.f, 'f', -1, 64))
 		case l.integer && kt&tInt != 0:
 			return nil, errorf(field, "%q is an integer past 2^53, and the key can be an integer, which Kyverno compares exactly as an int64 and rounded as a float64 (it reaches it as either); not supported", v)
 		}

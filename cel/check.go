@@ -69,6 +69,9 @@ func (e *Env) Features() Features {
 
 var opts = plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true, HasPatchTypes: true}
 
+// paramOpts are the declarations of a policy with spec.paramKind: params besides.
+var paramOpts = plugincel.OptionalVariableDeclarations{HasParams: true, HasAuthorizer: true, HasPatchTypes: true}
+
 // celEnv is the cel-go environment with the admission variables, for parsing and printing.
 func (e *Env) celEnv() (*celgo.Env, error) {
 	env, err := e.envSet.Env(environment.NewExpressions)
@@ -151,6 +154,12 @@ func (e *Env) CheckJSONPatch(expr string) error {
 	return e.check(&patch.JSONPatchCondition{Expression: expr})
 }
 
+// CheckJSONPatchWithParams is CheckJSONPatch for a policy with spec.paramKind: the expression
+// can read params.
+func (e *Env) CheckJSONPatchWithParams(expr string) error {
+	return e.checkWith(&patch.JSONPatchCondition{Expression: expr}, paramOpts)
+}
+
 // CheckApplyConfiguration compiles an ApplyConfiguration mutation expression.
 func (e *Env) CheckApplyConfiguration(expr string) error {
 	return e.check(&patch.ApplyConfigurationCondition{Expression: expr})
@@ -165,6 +174,12 @@ func (e *Env) CheckCondition(expr string) error {
 // in this environment is not compiled again (see Shape).
 func (e *Env) CheckJSONPatchExpr(x Expr) error {
 	return e.shapes.check("jsonpatch", x, e.CheckJSONPatch)
+}
+
+// CheckJSONPatchWithParamsExpr is CheckJSONPatchWithParams for a tree, remembering shapes as
+// CheckJSONPatchExpr does.
+func (e *Env) CheckJSONPatchWithParamsExpr(x Expr) error {
+	return e.shapes.check("jsonpatch-params", x, e.CheckJSONPatchWithParams)
 }
 
 // CheckConditionExpr is CheckCondition for a tree, remembering shapes as CheckJSONPatchExpr does.
@@ -208,7 +223,11 @@ func (c *shapeCache) check(scope string, x Expr, check func(string) error) error
 }
 
 func (e *Env) check(acc plugincel.ExpressionAccessor) error {
-	res := e.compiler.CompileCELExpression(acc, opts, environment.NewExpressions)
+	return e.checkWith(acc, opts)
+}
+
+func (e *Env) checkWith(acc plugincel.ExpressionAccessor, o plugincel.OptionalVariableDeclarations) error {
+	res := e.compiler.CompileCELExpression(acc, o, environment.NewExpressions)
 	if res.Error != nil {
 		return fmt.Errorf("Kubernetes %s rejects the generated expression: %s", e.Version, res.Error.Detail)
 	}

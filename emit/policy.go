@@ -158,6 +158,18 @@ type Spec struct {
 	Conditions        []Condition
 	Variables         []Variable
 	Mutations         []Mutation
+	// Param is the object the policy's expressions read as params (nil: none).
+	Param *Param
+}
+
+// Param is a policy's param object: its kind (the policy's spec.paramKind) and where its
+// binding finds it (spec.paramRef).
+type Param struct {
+	APIVersion, Kind string
+	Name, Namespace  string
+	// NotFound is what the API server does when the object does not exist: Deny fails the
+	// request (subject to the policy's failurePolicy), Allow skips the policy.
+	NotFound admissionregistrationv1.ParameterNotFoundActionType
 }
 
 // NewPolicy builds a MAP and its binding, both named opts.NamePrefix + s.Name, with
@@ -192,6 +204,9 @@ func NewPolicy(s Spec, opts Options) (*Policy, error) {
 		FailurePolicy:      &fp,
 		ReinvocationPolicy: never,
 	}
+	if s.Param != nil {
+		spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: s.Param.APIVersion, Kind: s.Param.Kind}
+	}
 	for _, c := range s.Conditions {
 		spec.MatchConditions = append(spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: c.Name, Expression: c.Expression})
 	}
@@ -217,6 +232,10 @@ func NewPolicy(s Spec, opts Options) (*Policy, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 		ObjectMeta: *meta.DeepCopy(),
 		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+	}
+	if s.Param != nil {
+		action := s.Param.NotFound
+		b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: s.Param.Name, Namespace: s.Param.Namespace, ParameterNotFoundAction: &action}
 	}
 	if s.NamespaceSelector != nil || len(opts.NamespaceRequirements) > 0 {
 		sel := &metav1.LabelSelector{}

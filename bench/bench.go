@@ -194,7 +194,7 @@ type Kyverno struct {
 // NewKyverno starts Kyverno's engine (the program at path) with the workload's policies, applied
 // in the order of the input.
 func NewKyverno(w *Workload, path string) (*Kyverno, error) {
-	ref, err := verify.NewKyvernoReference(path, w.Mutators)
+	ref, err := verify.NewKyvernoReference(path, w.Mutators, nil)
 	if err != nil {
 		return nil, err
 	}

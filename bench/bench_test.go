@@ -83,7 +83,7 @@ func TestExpertPoliciesMatchKyverno(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ref, err := verify.NewKyvernoReference(path, w.Mutators)
+					ref, err := verify.NewKyvernoReference(path, w.Mutators, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -100,7 +100,7 @@ func TestGenerateKyverno(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := verify.NewKyvernoReference(path, policies)
+	ref, err := verify.NewKyvernoReference(path, policies, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

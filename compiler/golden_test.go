@@ -38,7 +38,7 @@ type caseConfig struct {
 // with policies.yaml (or, for refused input, the messages with problems.txt). When the case has
 // objects.yaml, every object is admitted both through the language's engine (Gatekeeper's, or
 // Kyverno's) and through the emitted policies (in every order up to 24, else seeded shuffles)
-// and must come out the same.
+// and must come out the same; params.yaml holds the param objects (ConfigMaps) both sides read.
 func TestGolden(t *testing.T) {
 	dirs, err := filepath.Glob("../testdata/golden/*/*")
 	if err != nil || len(dirs) == 0 {
@@ -133,6 +133,20 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 	if err != nil {
 		t.Fatal(err)
 	}
+	// params.yaml: the param objects in the cluster (the ConfigMaps Kyverno's configMap context
+	// entries read), given to both sides.
+	var params []*unstructured.Unstructured
+	if data, err := os.ReadFile(filepath.Join(dir, "params.yaml")); err == nil {
+		pdocs, err := source.Parse("params.yaml", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range pdocs {
+			params = append(params, d.Object)
+		}
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	var muts []*unstructured.Unstructured
 	var ref verify.Reference
 	switch lang := filepath.Base(filepath.Dir(dir)); lang {
@@ -153,7 +167,7 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 		if err != nil {
 			t.Fatal(err)
 		}
-		kref, err := verify.NewKyvernoReference(engine, pols)
+		kref, err := verify.NewKyvernoReference(engine, pols, params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +207,7 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 	if len(problems) > 0 {
 		t.Fatalf("a case with objects.yaml must compile: %s", got)
 	}
-	v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true, Reference: ref})
+	v, err := verify.New(muts, out.Policies, verify.Options{Namespaces: nss, Idempotence: true, Reference: ref, Params: params})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func newKyvernoReference(policies []*unstructured.Unstructured) (reference, erro
 	if err != nil {
 		return nil, err
 	}
-	k, err := verify.NewKyvernoReference(path, policies)
+	k, err := verify.NewKyvernoReference(path, policies, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,7 @@ func TestExamplesMatchKyverno(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := NewKyvernoReference(engine, pols)
+	ref, err := NewKyvernoReference(engine, pols, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

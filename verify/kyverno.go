@@ -75,7 +75,8 @@ type KyvernoReference struct {
 // kyvernoSetup and kyvernoRequest, kyvernoResponse are the program's protocol (package
 // reference/kyverno: Setup, Request, Response).
 type kyvernoSetup struct {
-	Policies []*unstructured.Unstructured `json:"policies"`
+	Policies   []*unstructured.Unstructured `json:"policies"`
+	ConfigMaps []*unstructured.Unstructured `json:"configMaps,omitempty"`
 }
 
 type kyvernoRequest struct {
@@ -101,7 +102,9 @@ type kyvernoResponse struct {
 // NewKyvernoReference starts the program at path (see FindKyvernoEngine) with the Kyverno
 // policies (ClusterPolicy, Policy), which Kyverno applies in the order given (its own order is
 // arbitrary). Kyverno's configuration is its default: no resource filters, no excluded users.
-func NewKyvernoReference(path string, policies []*unstructured.Unstructured) (*KyvernoReference, error) {
+// The ConfigMaps among params (the param objects the compiled policies read, Options.Params) are
+// the cluster's ConfigMaps, which the policies' configMap context entries read.
+func NewKyvernoReference(path string, policies, params []*unstructured.Unstructured) (*KyvernoReference, error) {
 	k := &KyvernoReference{policies: policies, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	for _, p := range policies {
 		if p.GetNamespace() != "" && p.GetKind() == "Policy" {
@@ -126,7 +129,13 @@ func NewKyvernoReference(path string, policies []*unstructured.Unstructured) (*K
 	}
 	go func() { k.done <- k.cmd.Wait() }()
 	var ready kyvernoResponse
-	if err := k.exchange(kyvernoSetup{Policies: policies}, &ready); err != nil {
+	var cms []*unstructured.Unstructured
+	for _, p := range params {
+		if p != nil && p.GetAPIVersion() == "v1" && p.GetKind() == "ConfigMap" {
+			cms = append(cms, p)
+		}
+	}
+	if err := k.exchange(kyvernoSetup{Policies: policies, ConfigMaps: cms}, &ready); err != nil {
 		k.Close()
 		return nil, err
 	}

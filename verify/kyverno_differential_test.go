@@ -66,7 +66,7 @@ func TestKyvernoDifferential(t *testing.T) {
 					pols = append(pols, d.Object)
 				}
 			}
-			ref, err := NewKyvernoReference(engine, pols)
+			ref, err := NewKyvernoReference(engine, pols, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

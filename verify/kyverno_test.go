@@ -71,7 +71,7 @@ func TestKyvernoReference(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ref, err := NewKyvernoReference(engine, []*unstructured.Unstructured{kyvernoLabelPolicy(t, tc.value)})
+			ref, err := NewKyvernoReference(engine, []*unstructured.Unstructured{kyvernoLabelPolicy(t, tc.value)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestKyvernoReference(t *testing.T) {
 
 func TestKyvernoReferenceDenies(t *testing.T) {
 	p := kyvernoLabelPolicy(t, `"{{ request.object.metadata.annotations.missing }}"`)
-	ref, err := NewKyvernoReference(kyvernoEngine(t), []*unstructured.Unstructured{p})
+	ref, err := NewKyvernoReference(kyvernoEngine(t), []*unstructured.Unstructured{p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestKyvernoReferenceDenies(t *testing.T) {
 func TestKyvernoReferenceBadPolicy(t *testing.T) {
 	bad := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
 		"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"rulez": []any{}}}}
-	_, err := NewKyvernoReference(kyvernoEngine(t), []*unstructured.Unstructured{bad})
+	_, err := NewKyvernoReference(kyvernoEngine(t), []*unstructured.Unstructured{bad}, nil)
 	if err == nil || !strings.Contains(err.Error(), "Kyverno's engine: policies[0]: ClusterPolicy/x") {
 		t.Fatalf("err = %v, want the engine's refusal", err)
 	}
@@ -167,7 +167,7 @@ func TestKyvernoNamespaceNotGiven(t *testing.T) {
 	res[0].(map[string]any)["match"].(map[string]any)["any"].([]any)[0].(map[string]any)["resources"].(map[string]any)["namespaceSelector"] =
 		map[string]any{"matchLabels": map[string]any{"env": "prod"}}
 	_ = unstructured.SetNestedSlice(p.Object, res, "spec", "rules")
-	ref, err := NewKyvernoReference(kyvernoEngine(t), []*unstructured.Unstructured{p})
+	ref, err := NewKyvernoReference(kyvernoEngine(t), []*unstructured.Unstructured{p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

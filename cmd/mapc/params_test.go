@@ -207,10 +207,10 @@ func TestVerifyParams(t *testing.T) {
 			stderr: []string{gadget + ":1: Gadget/owner: --params: example.com/v1 Gadget is neither a built-in kind nor a kind of the CRDs given: give its CustomResourceDefinition with --crd"},
 		},
 		{
-			name:   "--params without --policies",
+			// Compiled policies read params only from Kyverno's configMap context entries.
+			name:   "--params the compiled policies do not read",
 			args:   []string{"-f", mutator, "-f", pod, "--params", cm},
-			code:   2,
-			stderr: []string{"--params is for --policies with a paramKind"},
+			stderr: []string{cm + ":1: ConfigMap/default/owner: --params: no policy has a paramKind; this param is never read"},
 		},
 	}
 	runCLICases(t, "verify", tests)

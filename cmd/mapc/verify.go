@@ -69,7 +69,9 @@ is named in the reason of a failing object (and noted under a passing one).
 Policies given with --policies may have a paramKind: their bindings' paramRefs read the param
 objects given with --params (as mapc eval does; a custom param kind needs its CRD with --crd), so
 a hand-written policy that takes its values from a ConfigMap or a custom resource is checked
-against the mutators with those values. Compiled policies read no params.`,
+against the mutators with those values. Policies compiled from Kyverno policies with configMap
+context entries read the ConfigMap as their param: give it with --params (Kyverno's engine reads
+the same ConfigMaps).`,
 		Example: `  mapc verify -f examples/gatekeeper -f examples/objects
   mapc verify -f mutators/ -f testdata/objects --idempotence -o junit > verify.xml
   mapc verify -f mutators/ -f objects/ --policies deploy/policies
@@ -86,7 +88,7 @@ against the mutators with those values. Compiled policies read no params.`,
 	fl.StringArrayVar(&f.namespaces, "namespaces", nil, "more Namespace objects, for lookup only (not admitted); repeatable")
 	f.install.add(fl)
 	fl.StringArrayVar(&f.policies, "policies", nil, "verify these MutatingAdmissionPolicies and bindings instead of compiling the mutators; repeatable")
-	fl.StringArrayVar(&f.params, "params", nil, "param objects the --policies with a paramKind read (file or directory); repeatable")
+	fl.StringArrayVar(&f.params, "params", nil, "param objects the policies with a paramKind read (file or directory): ConfigMaps of Kyverno's configMap context entries, or those --policies read; repeatable")
 	fl.StringArrayVar(&f.crds, "crd", nil, "CustomResourceDefinition file giving the schema of custom resources (objects and param kinds) to the policies; repeatable")
 	fl.BoolVar(&f.idempotence, "idempotence", false, "also admit each result again and fail objects that change again")
 	addFormatFlag(fl, &f.output, "text", "text", "json", "junit", "github")
@@ -112,9 +114,6 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	}
 	if countStdin(f.files, f.namespaces, f.policies, f.params, f.crds) > 1 {
 		return usageErr("only one of -f, --namespaces, --policies, --params, --crd can read standard input")
-	}
-	if len(f.params) > 0 && len(f.policies) == 0 {
-		return usageErr("--params is for --policies with a paramKind: the policies mapc compiles read no params")
 	}
 	docs, err := source.ReadPaths(f.files, cmd.InOrStdin())
 	if err != nil {
@@ -243,7 +242,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
-		ref, err := verify.NewKyvernoReference(path, mutators)
+		ref, err := verify.NewKyvernoReference(path, mutators, suite.ParamObjects(params))
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}

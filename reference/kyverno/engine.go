@@ -26,6 +26,9 @@
 //     Go maps, so its order is arbitrary (cluster-wide policies before namespaced ones); here it
 //     is the order the caller gives (Request.Order, else the order of Setup.Policies), still
 //     cluster-wide policies first.
+//   - ConfigMaps: only those Setup.ConfigMaps gives, read by configMap context entries through
+//     Kyverno's client-based resolver over a fake clientset (Kyverno's ConfigMap caching, which
+//     only changes how fast a ConfigMap is found, is off).
 //   - The configuration (Kyverno's ConfigMap): config.NewDefaultConfiguration, which has no
 //     resource filters and no excluded users or groups, unless Setup.Config gives the ConfigMap's
 //     data (then loaded as Kyverno loads it). The Helm chart's ConfigMap filters many resources
@@ -36,7 +39,7 @@
 //   - Namespaces: only the request's own (Request.Namespace, else one with only its
 //     kubernetes.io/metadata.name label, as the API server labels every namespace). No roles or
 //     cluster roles are bound to the user; no policy exceptions; no context loaders reach a
-//     cluster or a registry; every policy given is taken as ready.
+//     cluster or a registry but those of configMap entries; every policy given is taken as ready.
 //   - Defaulting: the patched object is not defaulted as the API server defaults built-in
 //     types after a webhook (mapc's API server side does not default either).
 //
@@ -60,6 +63,7 @@ import (
 	"github.com/kyverno/kyverno/pkg/engine"
 	"github.com/kyverno/kyverno/pkg/engine/adapters"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
+	"github.com/kyverno/kyverno/pkg/engine/context/resolvers"
 	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
 	"github.com/kyverno/kyverno/pkg/event"
@@ -98,6 +102,10 @@ type Setup struct {
 	Config map[string]string `json:"config,omitempty"`
 	// Resources are custom resources for discovery (built-in kinds are known).
 	Resources []Resource `json:"resources,omitempty"`
+	// ConfigMaps are the ConfigMaps in the cluster, which configMap context entries read through
+	// Kyverno's client-based ConfigMap resolver (pkg/engine/context/resolvers), as the API server
+	// serves them. Objects of other kinds are ignored.
+	ConfigMaps []*unstructured.Unstructured `json:"configMaps,omitempty"`
 }
 
 // Resource is one custom resource for discovery.
@@ -170,13 +178,17 @@ func New(setup Setup) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	cmResolver, err := configMapResolver(setup.ConfigMaps)
+	if err != nil {
+		return nil, err
+	}
 	jp := jmespath.New(cfg)
 	e := &Engine{
 		cfg:    cfg,
 		pcache: policycache.NewCache(),
 		client: client,
 		engine: engine.NewEngine(cfg, jp, adapters.Client(client), nil, imageverifycache.DisabledImageVerifyCache(),
-			factories.DefaultContextLoaderFactory(nil), nil, nil),
+			factories.DefaultContextLoaderFactory(cmResolver), nil, nil),
 		pcBuilder: webhookutils.NewPolicyContextBuilder(cfg, jp),
 		nsIndexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		logger:    logr.Discard(),
@@ -271,6 +283,35 @@ func newClient(custom []Resource) (dclient.Interface, error) {
 	}
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	return dclient.NewClient(context.Background(), dyn, kube, 24*time.Hour, false, nil)
+}
+
+// configMapResolver is Kyverno's client-based ConfigMap resolver over a clientset holding the
+// ConfigMaps among objs, each as the API server stores and serves it (through its JSON: an
+// empty data map is none).
+func configMapResolver(objs []*unstructured.Unstructured) (engineapi.ConfigmapResolver, error) {
+	var cms []runtime.Object
+	for i, u := range objs {
+		if u == nil || u.GetAPIVersion() != "v1" || u.GetKind() != "ConfigMap" {
+			continue
+		}
+		cm := &corev1.ConfigMap{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, cm, true); err != nil {
+			return nil, fmt.Errorf("configMaps[%d]: %w", i, err)
+		}
+		data, err := json.Marshal(cm)
+		if err != nil {
+			return nil, err
+		}
+		stored := &corev1.ConfigMap{}
+		if err := json.Unmarshal(data, stored); err != nil {
+			return nil, err
+		}
+		if stored.Namespace == "" {
+			stored.Namespace = "default" // created in the request's namespace, as kubectl sends it
+		}
+		cms = append(cms, stored)
+	}
+	return resolvers.NewClientBasedResolver(kubefake.NewClientset(cms...))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

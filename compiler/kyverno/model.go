@@ -22,6 +22,20 @@ type Policy struct {
 	ApplyOne bool
 	// Rules are the mutate rules, autogen rules included, in the order Kyverno runs them.
 	Rules []*Rule
+	// ConfigMap is the one ConfigMap the rules' configMap context entries read (nil: none).
+	ConfigMap *ConfigMap
+}
+
+// ConfigMap is a configMap context entry: the ConfigMap a rule reads under the entry's name.
+type ConfigMap struct {
+	// Entry is the entry's name, the root of the variables that read it ({{entry.data.key}}).
+	Entry string
+	Name  string
+	// Namespace is where Kyverno looks for it: as written, else "default" (for a ClusterPolicy).
+	Namespace string
+	// Path and Field are where the entry is written, for messages.
+	Path  []string
+	Field string
 }
 
 // Object names the policy as messages do: "ClusterPolicy/name".
@@ -47,6 +61,8 @@ type Rule struct {
 	JSON6902 []Op
 	// ForEach are mutate.foreach's entries, run in order.
 	ForEach []ForEach
+	// ConfigMaps are the rule's configMap context entries.
+	ConfigMaps []ConfigMap
 }
 
 // ForEach is one entry of mutate.foreach.

@@ -3,6 +3,7 @@ package kyverno
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,7 +88,7 @@ func Read(d *source.Document) (*Policy, []error, []diag.Note) {
 		}
 		mutates++
 		before := len(r.problems)
-		rule := r.rule(rm, path, field)
+		rule := r.rule(rm, path, field, p)
 		if auto == "" && len(r.problems) > before {
 			refused[i] = true
 		}
@@ -101,6 +102,7 @@ func Read(d *source.Document) (*Policy, []error, []diag.Note) {
 			p.Rules = append(p.Rules, rule)
 		}
 	}
+	r.oneConfigMap(p)
 	if mutates == 0 && len(r.problems) == 0 {
 		r.notes = append(r.notes, diag.Note{Kind: diag.Ignored, File: d.File, Line: d.Line,
 			Msg: fmt.Sprintf("%s has no mutate rules; ignored", r.object)})
@@ -154,8 +156,8 @@ func (r *reader) spec(p *Policy, spec map[string]any) {
 	}
 }
 
-// rule reads one mutate rule.
-func (r *reader) rule(rm map[string]any, path []string, field string) *Rule {
+// rule reads one mutate rule of p.
+func (r *reader) rule(rm map[string]any, path []string, field string, p *Policy) *Rule {
 	before := len(r.problems)
 	rule := &Rule{Field: field, Path: path}
 	rule.Name, _ = rm["name"].(string)
@@ -178,9 +180,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string) *Rule {
 				r.problem(kp, kf, "CEL preconditions are not supported yet: the rule cannot be translated")
 			}
 		case "context":
-			if !emptyValue(v) {
-				r.problem(kp, kf, "context entries (variables, configMap, apiCall, imageRegistry, globalReference) are not supported: a MutatingAdmissionPolicy cannot call the API server or registries while admitting; the rule cannot be translated")
-			}
+			rule.ConfigMaps = r.context(v, kp, kf, p)
 		case "validate", "generate", "verifyImages":
 			r.problem(kp, kf, "a rule with both mutate and %s cannot be translated; split it", k)
 		case "skipBackgroundRequests", "reportProperties", "imageExtractors":
@@ -626,4 +626,134 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 		r.problem(path, field, "a patch beside a nested foreach: Kyverno runs the nested foreach and ignores the patch; move the patch into an entry of its own")
 	}
 	return fe
+}
+
+// reservedNames are the roots of Kyverno's context a context entry cannot be named after.
+var reservedNames = []string{"request", "serviceAccountName", "serviceAccountNamespace", "images", "element", "elementIndex", "target"}
+
+// entryNameRe is a context entry's name the variables can read as a root of their own.
+var entryNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// context reads a rule's context entries: configMap entries with a static name and namespace
+// (read as the param object of the policy's MutatingAdmissionPolicy); every other entry is
+// refused.
+func (r *reader) context(v any, path []string, field string, p *Policy) []ConfigMap {
+	if emptyValue(v) {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		r.problem(path, field, "must be a list of context entries")
+		return nil
+	}
+	var out []ConfigMap
+	seen := map[string]bool{}
+	for i, e := range list {
+		ep := append(append([]string(nil), path...), strconv.Itoa(i))
+		ef := fmt.Sprintf("%s[%d]", field, i)
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		if !entryNameRe.MatchString(name) || slices.Contains(reservedNames, name) || strings.HasPrefix(name, "element") {
+			r.problem(append(ep, "name"), ef+".name", "%q cannot be translated as a context entry's name: give a name of letters, digits and _ that is not one of Kyverno's own variables (request, element, images, ...)", name)
+			continue
+		}
+		if seen[name] {
+			r.problem(append(ep, "name"), ef+".name", "%q names two context entries of the rule: the later one hides the earlier; give each its own name", name)
+			continue
+		}
+		seen[name] = true
+		var kinds []string
+		for k := range m {
+			if k != "name" {
+				kinds = append(kinds, k)
+			}
+		}
+		slices.Sort(kinds)
+		if len(kinds) != 1 {
+			r.problem(ep, ef, "a context entry needs exactly one of configMap, variable, apiCall, imageRegistry and globalReference (it has %s)", strings.Join(kinds, ", "))
+			continue
+		}
+		kp := append(append([]string(nil), ep...), kinds[0])
+		kf := ef + "." + kinds[0]
+		switch kinds[0] {
+		case "configMap":
+			cm, ok := r.configMap(m[kinds[0]], kp, kf, p)
+			if ok {
+				cm.Entry = name
+				out = append(out, cm)
+			}
+		case "variable":
+			r.problem(kp, kf, "variable context entries are not supported yet: the rule cannot be translated")
+		case "apiCall":
+			r.problem(kp, kf, "apiCall context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or a service while admitting")
+		case "imageRegistry":
+			r.problem(kp, kf, "imageRegistry context entries are not supported: a MutatingAdmissionPolicy cannot reach an image registry while admitting")
+		case "globalReference":
+			r.problem(kp, kf, "globalReference context entries are not supported: they read Kyverno's global context entries, which a MutatingAdmissionPolicy has no access to")
+		default:
+			r.problem(kp, kf, "unknown field of a context entry (Kyverno v1.19)")
+		}
+	}
+	return out
+}
+
+// configMap reads a configMap context entry: a static name and namespace, the namespace
+// defaulted as Kyverno's loader (pkg/engine/context/loaders) defaults it.
+func (r *reader) configMap(v any, path []string, field string, p *Policy) (ConfigMap, bool) {
+	cm := ConfigMap{Path: path, Field: field}
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.problem(path, field, "must be an object (name, namespace)")
+		return cm, false
+	}
+	cm.Name, _ = m["name"].(string)
+	cm.Namespace, _ = m["namespace"].(string)
+	bad := false
+	for _, k := range []string{"name", "namespace"} {
+		s, _ := m[k].(string)
+		if strings.Contains(s, "{{") {
+			r.problem(append(append([]string(nil), path...), k), field+"."+k, "%q: a variable in the ConfigMap's %s is not supported: a MutatingAdmissionPolicy reads one ConfigMap, named in its binding's paramRef; give the %s itself", s, k, k)
+			bad = true
+		}
+	}
+	if bad {
+		return cm, false
+	}
+	if cm.Name == "" {
+		r.problem(path, field+".name", "the ConfigMap's name is missing: Kyverno fails the rule on every request; give the name")
+		return cm, false
+	}
+	if p.Namespace != "" {
+		r.problem(path, field, "a Policy's configMap context entries are not supported yet: the MutatingAdmissionPolicy would deny requests in every namespace when the ConfigMap is missing, Kyverno only those in the Policy's; use a ClusterPolicy")
+		return cm, false
+	}
+	if cm.Namespace == "" {
+		cm.Namespace = "default" // Kyverno's default for a ClusterPolicy
+	}
+	return cm, true
+}
+
+// oneConfigMap sets the policy's ConfigMap, refusing rules that read others: a
+// MutatingAdmissionPolicy reads one param object, the one its binding's paramRef names.
+func (r *reader) oneConfigMap(p *Policy) {
+	var first *ConfigMap
+	for _, rule := range p.Rules {
+		if rule.Autogen != "" {
+			continue // the rule it was generated from reads the same
+		}
+		for i := range rule.ConfigMaps {
+			cm := &rule.ConfigMaps[i]
+			if first == nil {
+				first = cm
+				continue
+			}
+			if cm.Name != first.Name || cm.Namespace != first.Namespace {
+				r.problem(cm.Path, cm.Field, "reads the ConfigMap %s/%s, and %s reads %s/%s: a MutatingAdmissionPolicy reads one ConfigMap (its binding's paramRef); read one ConfigMap in the policy, or put the rules reading the other in a policy of their own", cm.Namespace, cm.Name, first.Field, first.Namespace, first.Name)
+			}
+		}
+	}
+	if first != nil {
+		c := *first
+		p.ConfigMap = &c
+	}
 }

@@ -3,7 +3,8 @@
 // lower) and builds one MutatingAdmissionPolicy per Kyverno policy (package emit) whose
 // mutations are the policy's rules (a foreach's entries each a mutation) in Kyverno's order,
 // each guarded by the rule's match and exclude blocks as Kyverno evaluates them on the object
-// the rule sees.
+// the rule sees. A policy whose rules read a ConfigMap (configMap context entries) reads it as
+// its param: paramKind v1 ConfigMap, and a binding whose paramRef names it.
 //
 // It must not import another language's packages; what it shares with them is package cel,
 // package emit, compiler/diag, compiler/route and compiler/source.
@@ -12,6 +13,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -211,6 +213,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 			return nil, 0, problem(p, r, "match", err)
 		}
 		sc := lower.Scope{Object: objectShape(rk)}
+		for _, cm := range r.ConfigMaps {
+			sc.ConfigMaps = append(sc.ConfigMaps, cm.Entry)
+		}
 		pre, err := lower.Preconditions(r.Preconditions, sc, "preconditions")
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
@@ -295,18 +300,22 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		// The parts (each rule's operations, lists of JSONPatch; the whole chooses one by the
 		// request's kind) are checked one by one: cel-go's checker takes time quadratic in
 		// the number of generic calls of one expression. Tests check the whole too.
+		check := env.CheckJSONPatchExpr
+		if p.ConfigMap != nil {
+			check = env.CheckJSONPatchWithParamsExpr
+		}
 		for _, part := range parts {
 			if err == nil {
-				err = env.CheckJSONPatchExpr(part)
+				err = check(part)
 			}
 		}
 		if err == nil && cel.SelfChecking() && len(parts) > 1 {
-			err = env.CheckJSONPatchExpr(e)
+			err = check(e)
 		}
 		if err != nil {
 			// Name the rule whose operations do not check.
 			for _, m := range step {
-				if err1 := env.CheckJSONPatchExpr(m.e); err1 != nil {
+				if err1 := check(m.e); err1 != nil {
 					return nil, 0, problem(p, m.rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err1))
 				}
 			}
@@ -331,13 +340,24 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		return nil, 0, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
 			Msg: "Ignore, with a rule that can fail (a variable without a value, a replace of a missing path, a missing foreach list) beside other rules for the same kinds, or a foreach with several entries (each entry is a mutation of its own): Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule, or each entry, in a policy of its own"}
 	}
+	var param *emit.Param
+	if p.ConfigMap != nil {
+		if err := configMapAlwaysRead(p, opts); err != nil {
+			return nil, 0, err
+		}
+		// Kyverno fails the rule reading a missing ConfigMap; every request the policy
+		// intercepts has such a rule (configMapAlwaysRead): Deny fails it alike, subject to the
+		// failure policy as Kyverno's failure is.
+		param = &emit.Param{APIVersion: "v1", Kind: "ConfigMap", Name: p.ConfigMap.Name, Namespace: p.ConfigMap.Namespace,
+			NotFound: admissionregistrationv1.DenyAction}
+	}
 	fp := admissionregistrationv1.Fail
 	if p.FailurePolicy == "Ignore" {
 		fp = admissionregistrationv1.Ignore
 	}
 	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
 	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
-		Rules: resourceRules(kinds, resources), Mutations: muts}
+		Rules: resourceRules(kinds, resources), Mutations: muts, Param: param}
 	pol, err := emit.NewPolicy(spec, eo)
 	return pol, mayFail, err
 }
@@ -769,4 +789,103 @@ func conditionsOf(pc *kyverno.Preconditions) []any {
 		out = append(out, c.Key, c.Value)
 	}
 	return out
+}
+
+// configMapAlwaysRead checks that a missing ConfigMap fails the policy on every request its
+// MutatingAdmissionPolicy intercepts (CREATE and UPDATE of every kind of its rules), as the API
+// server's parameterNotFoundAction Deny does: each kind needs a rule that Kyverno runs on every
+// such request of the kind (a match block of kinds alone, any version; no exclude, no
+// preconditions) and whose patch has a variable that loads the ConfigMap's context entry.
+// Kyverno loads a context entry when a variable's text names it (pkg/engine/context: deferred
+// loading, on by default), and substitutes every variable of a patch before it patches.
+func configMapAlwaysRead(p *kyverno.Policy, opts route.Options) error {
+	always := map[gk]bool{}
+	var all []gk
+	for _, r := range p.Rules {
+		rk, err := ruleKinds(r, opts)
+		if err != nil {
+			return problem(p, r, "match", err)
+		}
+		all = append(all, rk...)
+		if readsConfigMap(r) {
+			for _, k := range rk {
+				always[k] = true
+			}
+		}
+	}
+	for _, k := range all {
+		if always[k] {
+			continue
+		}
+		cm := p.ConfigMap
+		return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(cm.Path...), Object: p.Object(), Field: cm.Field,
+			Msg: fmt.Sprintf("the ConfigMap %s/%s: when it is missing, Kyverno fails only the rules that read it, when they run, while a MutatingAdmissionPolicy reading it as its param fails (or, with parameterNotFoundAction Allow, skips) the whole policy on every request it intercepts; supported when every kind of the policy (here %s) has a rule that always reads it: a match of kinds alone, no exclude, no preconditions, and a variable of the entry in its patchStrategicMerge or patchesJson6902", cm.Namespace, cm.Name, kindName(k))}
+	}
+	return nil
+}
+
+func kindName(k gk) string {
+	if k.Group == "" {
+		return k.Version + "/" + k.Kind
+	}
+	return k.Group + "/" + k.Version + "/" + k.Kind
+}
+
+// readsConfigMap: does Kyverno load a configMap context entry of the rule on every CREATE and
+// UPDATE of the rule's kinds?
+func readsConfigMap(r *kyverno.Rule) bool {
+	if len(r.ConfigMaps) == 0 || !r.Exclude.Empty() || r.Preconditions != nil {
+		return false
+	}
+	filters := r.Match.Any
+	if len(r.Match.All) > 0 {
+		if len(r.Match.Any) > 0 || len(r.Match.All) > 1 {
+			return false
+		}
+		filters = r.Match.All
+	}
+	for _, f := range filters {
+		if !kindsOnly(f) {
+			return false
+		}
+		for _, k := range f.Kinds {
+			if lower.ParseKind(k).Version != "*" {
+				return false
+			}
+		}
+	}
+	var patch any
+	switch {
+	case r.StrategicMerge != nil:
+		patch = r.StrategicMerge
+	case r.JSON6902 != nil:
+		var vs []any
+		for _, op := range r.JSON6902 {
+			vs = append(vs, op.Value)
+		}
+		patch = vs
+	default:
+		return false
+	}
+	for _, v := range lower.Variables(patch) {
+		for _, cm := range r.ConfigMaps {
+			if loads(cm.Entry, strings.TrimSuffix(strings.TrimPrefix(v, "{{"), "}}")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// kindsOnly: does the filter name kinds and nothing else?
+func kindsOnly(f kyverno.Filter) bool {
+	return len(f.Kinds) > 0 && (kyverno.Filter{Subjects: f.Subjects, Name: f.Name, Names: f.Names, Namespaces: f.Namespaces,
+		Operations: f.Operations, Annotations: f.Annotations, Selector: f.Selector, NamespaceSelector: f.NamespaceSelector}).Empty()
+}
+
+// loads: does Kyverno's query of the variable's text load the context entry named entry? Its
+// deferred loader (pkg/engine/context NewDeferredLoader) matches the query with this pattern.
+func loads(entry, query string) bool {
+	re := regexp.MustCompile(`(?:\A|\z|\s|[^.0-9A-Za-z])` + regexp.QuoteMeta(entry) + `\b`)
+	return re.MatchString(query)
 }

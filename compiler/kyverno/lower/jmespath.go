@@ -3,6 +3,7 @@ package lower
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,7 @@ const (
 	vRequest
 	vUserInfo
 	vKind
+	vConfigMap // a configMap context entry: {"data": ..., "metadata": ...}
 )
 
 // value is a JMESPath expression lowered.
@@ -106,6 +108,8 @@ func (c *lowering) virtName(v virtual) string {
 		return "request"
 	case vUserInfo:
 		return "request.userInfo"
+	case vConfigMap:
+		return "a configMap context entry"
 	}
 	return "request.kind"
 }
@@ -144,7 +148,7 @@ func variable(s string, sc Scope) (value, error) {
 	return v, nil
 }
 
-const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, serviceAccountName, serviceAccountNamespace, element, elementIndex"
+const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, serviceAccountName, serviceAccountNamespace, element, elementIndex, and <entry>.data of the rule's configMap context entries"
 
 // lossyWhy is why a lossy value (see value.lossy) is refused.
 const lossyWhy = "serviceAccountNamespace is Kyverno's cut of the user name at its 22nd byte, which can fall inside a character and leave bytes that are not UTF-8, which CEL's strings cannot hold: it is supported as a value, inside a string, with ||, && and !, and compared with a literal without U+FFFD, not in functions or compared with other values"
@@ -378,6 +382,8 @@ func (c *lowering) field(cur value, name string) (value, error) {
 		// Kyverno's context omits them when empty.
 		v.missing, v.st = true, v.t|tNull
 		return v, nil
+	case vConfigMap:
+		return c.configMapField(name)
 	case vKind:
 		switch name {
 		case "group", "version", "kind":
@@ -412,6 +418,9 @@ func (c *lowering) root(name string) (value, error) {
 	case "serviceAccountNamespace":
 		return c.serviceAccount(0), nil
 	}
+	if slices.Contains(c.sc.ConfigMaps, name) {
+		return value{virt: vConfigMap}, nil
+	}
 	if name == "images" {
 		return value{}, c.refuse("%s is not supported yet: Kyverno computes it once per webhook call from the object as it reaches the policy (a later mutation sees the object as earlier ones left it), parses each image with distribution/reference's grammar and checks, and fails every images variable when one image does not parse", name)
 	}
@@ -441,6 +450,27 @@ func (c *lowering) root(name string) (value, error) {
 		return v, nil
 	}
 	return value{}, c.refuse("%s is not supported yet; supported: %s", name, supportedRoots)
+}
+
+// configMapShape is what the schema says of a ConfigMap's data.
+var configMapShape = ObjectShape(Kind{Version: "v1", Kind: "ConfigMap"}).field("data")
+
+// configMapField is a field of a configMap context entry. Kyverno's loader
+// (pkg/engine/context/loaders) makes the entry {"data": the ConfigMap's data, "metadata": its
+// metadata}: data is null when the ConfigMap has none (Go's JSON of a nil map), while the API
+// server's param object then has no data field. The policy's binding names the ConfigMap in its
+// paramRef, with parameterNotFoundAction Deny: the mutations only run when it exists.
+func (c *lowering) configMapField(name string) (value, error) {
+	switch name {
+	case "data":
+		params := cel.Ident("params")
+		v := found(cel.Cond(cel.Has(params, "data"), dyn(cel.Field(params, "data")), cel.Null()), tMap|tNull, false)
+		v.sh, v.path = configMapShape, true
+		return v, nil
+	case "metadata":
+		return value{}, c.refuse("the ConfigMap's metadata is not supported yet: only its data (%s.data.<key>)", strings.SplitN(c.src, ".", 2)[0])
+	}
+	return value{}, c.refuse("a configMap context entry has only data and metadata: Kyverno finds no %s and fails the rule", name)
 }
 
 // step is the field name of b (a value): b[name] where b is an object, null elsewhere; missing

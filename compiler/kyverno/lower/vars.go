@@ -21,6 +21,9 @@ type Scope struct {
 	Indexes       []cel.Expr
 	Object        Shape   // request.object, request.oldObject
 	ElementShapes []Shape // of Elements (missing ones unknown)
+	// ConfigMaps are the names of the rule's configMap context entries: each reads the
+	// policy's param object (params), the one ConfigMap its binding names.
+	ConfigMaps []string
 }
 
 // variableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).
@@ -143,7 +146,8 @@ func dynAll(es []cel.Expr) []cel.Expr {
 // its value, which fails where Kyverno fails the rule (see jmespath.go). Supported: paths
 // (names, "quoted names", [index]) below request.object, request.oldObject, request.userInfo,
 // request.kind, and request.operation, request.namespace, request.name; serviceAccountName and
-// serviceAccountNamespace (see serviceAccount); element (elementN) and
+// serviceAccountNamespace (see serviceAccount); <entry>.data of the rule's configMap context
+// entries (Scope.ConfigMaps: params.data); element (elementN) and
 // elementIndex (elementIndexN) in foreach; raw string and JSON literals, ||, &&, !, == and !=,
 // pipes, and the functions of the table in functions.go.
 func Variable(s string, sc Scope) (cel.Expr, error) {

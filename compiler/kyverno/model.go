@@ -31,8 +31,11 @@ type ConfigMap struct {
 	// Entry is the entry's name, the root of the variables that read it ({{entry.data.key}}).
 	Entry string
 	Name  string
-	// Namespace is where Kyverno looks for it: as written, else "default" (for a ClusterPolicy).
+	// Namespace is where Kyverno looks for it: as written, else "default" (for a ClusterPolicy);
+	// empty with RequestNamespace.
 	Namespace string
+	// RequestNamespace: the namespace is {{request.namespace}}, the request's.
+	RequestNamespace bool
 	// Path and Field are where the entry is written, for messages.
 	Path  []string
 	Field string
@@ -126,4 +129,12 @@ type Condition struct {
 	Key      any
 	Operator string
 	Value    any
+}
+
+// Where names the ConfigMap for messages: "namespace/name", or "name in the request's namespace".
+func (c *ConfigMap) Where() string {
+	if c.RequestNamespace {
+		return c.Name + " in the request's namespace"
+	}
+	return c.Namespace + "/" + c.Name
 }

@@ -708,11 +708,20 @@ func (r *reader) configMap(v any, path []string, field string, p *Policy) (Confi
 	}
 	cm.Name, _ = m["name"].(string)
 	cm.Namespace, _ = m["namespace"].(string)
+	if ns, ok := strings.CutPrefix(cm.Namespace, "{{"); ok && strings.HasSuffix(ns, "}}") && strings.TrimSpace(strings.TrimSuffix(ns, "}}")) == "request.namespace" {
+		// The API server looks for the param of a paramRef without a namespace in the
+		// request's namespace, and fails a request without one, as Kyverno fails the rule
+		// when request.namespace has no value (checked with the policy's kinds).
+		cm.Namespace, cm.RequestNamespace = "", true
+	}
 	bad := false
 	for _, k := range []string{"name", "namespace"} {
 		s, _ := m[k].(string)
+		if k == "namespace" && cm.RequestNamespace {
+			continue
+		}
 		if strings.Contains(s, "{{") {
-			r.problem(append(append([]string(nil), path...), k), field+"."+k, "%q: a variable in the ConfigMap's %s is not supported: a MutatingAdmissionPolicy reads one ConfigMap, named in its binding's paramRef; give the %s itself", s, k, k)
+			r.problem(append(append([]string(nil), path...), k), field+"."+k, "%q: a variable in the ConfigMap's %s is not supported: a MutatingAdmissionPolicy reads one ConfigMap, named in its binding's paramRef; give the %s itself (or, for the namespace, {{request.namespace}})", s, k, k)
 			bad = true
 		}
 	}
@@ -727,7 +736,7 @@ func (r *reader) configMap(v any, path []string, field string, p *Policy) (Confi
 		r.problem(path, field, "a Policy's configMap context entries are not supported yet: the MutatingAdmissionPolicy would deny requests in every namespace when the ConfigMap is missing, Kyverno only those in the Policy's; use a ClusterPolicy")
 		return cm, false
 	}
-	if cm.Namespace == "" {
+	if cm.Namespace == "" && !cm.RequestNamespace {
 		cm.Namespace = "default" // Kyverno's default for a ClusterPolicy
 	}
 	return cm, true
@@ -747,8 +756,8 @@ func (r *reader) oneConfigMap(p *Policy) {
 				first = cm
 				continue
 			}
-			if cm.Name != first.Name || cm.Namespace != first.Namespace {
-				r.problem(cm.Path, cm.Field, "reads the ConfigMap %s/%s, and %s reads %s/%s: a MutatingAdmissionPolicy reads one ConfigMap (its binding's paramRef); read one ConfigMap in the policy, or put the rules reading the other in a policy of their own", cm.Namespace, cm.Name, first.Field, first.Namespace, first.Name)
+			if cm.Name != first.Name || cm.Namespace != first.Namespace || cm.RequestNamespace != first.RequestNamespace {
+				r.problem(cm.Path, cm.Field, "reads the ConfigMap %s, and %s reads %s: a MutatingAdmissionPolicy reads one ConfigMap (its binding's paramRef); read one ConfigMap in the policy, or put the rules reading the other in a policy of their own", cm.Where(), first.Field, first.Where())
 			}
 		}
 	}

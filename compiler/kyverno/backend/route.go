@@ -819,7 +819,15 @@ func configMapAlwaysRead(p *kyverno.Policy, opts route.Options) error {
 		}
 		cm := p.ConfigMap
 		return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(cm.Path...), Object: p.Object(), Field: cm.Field,
-			Msg: fmt.Sprintf("the ConfigMap %s/%s: when it is missing, Kyverno fails only the rules that read it, when they run, while a MutatingAdmissionPolicy reading it as its param fails (or, with parameterNotFoundAction Allow, skips) the whole policy on every request it intercepts; supported when every kind of the policy (here %s) has a rule that always reads it: a match of kinds alone, no exclude, no preconditions, and a variable of the entry in its patchStrategicMerge or patchesJson6902", cm.Namespace, cm.Name, kindName(k))}
+			Msg: fmt.Sprintf("the ConfigMap %s: when it is missing, Kyverno fails only the rules that read it, when they run, while a MutatingAdmissionPolicy reading it as its param fails (or, with parameterNotFoundAction Allow, skips) the whole policy on every request it intercepts; supported when every kind of the policy (here %s) has a rule that always reads it: a match of kinds alone, no exclude, no preconditions, and a variable of the entry in its patchStrategicMerge or patchesJson6902", cm.Where(), kindName(k))}
+	}
+	if cm := p.ConfigMap; cm.RequestNamespace {
+		for _, k := range all {
+			if k.Group == "" && k.Kind == "Namespace" {
+				return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(append(append([]string(nil), cm.Path...), "namespace")...), Object: p.Object(), Field: cm.Field + ".namespace",
+					Msg: "{{request.namespace}} in a policy on Namespaces: the API server looks for the param of a Namespace's request in that namespace, while Kyverno's request.namespace for it differs; not supported: give the namespace"}
+			}
+		}
 	}
 	return nil
 }

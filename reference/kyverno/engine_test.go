@@ -116,6 +116,7 @@ spec:
 		name      string
 		policies  []string
 		config    map[string]string
+		cms       []string // ConfigMaps in the cluster
 		object    string
 		old       string
 		op        admissionv1.Operation
@@ -333,6 +334,48 @@ spec:
 		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
 		config:   map[string]string{"resourceFilters": "[Pod,default,*]"},
 		object:   pod,
+	}, {
+		name: "a configMap context entry reads the ConfigMap given (in default when none is named)",
+		policies: []string{policy("team", "", `rules:
+- name: team
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+  context:
+  - name: cm
+    configMap:
+      name: teams
+  mutate:
+    patchStrategicMerge:
+      metadata:
+        labels:
+          team: "{{ cm.data.team }}"
+`)},
+		cms:    []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\ndata:\n  team: payments\n"},
+		object: pod,
+		want:   edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
+	}, {
+		name: "a missing ConfigMap fails the rule that reads it",
+		policies: []string{policy("team", "", `rules:
+- name: team
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+  context:
+  - name: cm
+    configMap:
+      name: teams
+  mutate:
+    patchStrategicMerge:
+      metadata:
+        labels:
+          team: "{{ cm.data.team }}"
+`)},
+		cms:    []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\n  namespace: platform\ndata:\n  team: payments\n"},
+		object: pod,
+		denied: `failed to get configmap default/teams`,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -340,7 +383,11 @@ spec:
 			for _, p := range tc.policies {
 				policies = append(policies, obj(t, p))
 			}
-			e, err := New(Setup{Policies: policies, Config: tc.config})
+			var cms []*unstructured.Unstructured
+			for _, c := range tc.cms {
+				cms = append(cms, obj(t, c))
+			}
+			e, err := New(Setup{Policies: policies, Config: tc.config, ConfigMaps: cms})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,6 +36,8 @@ type ConfigMap struct {
 	Namespace string
 	// RequestNamespace: the namespace is {{request.namespace}}, the request's.
 	RequestNamespace bool
+	// At is the entry's index in the rule's context.
+	At int
 	// Path and Field are where the entry is written, for messages.
 	Path  []string
 	Field string
@@ -66,6 +68,24 @@ type Rule struct {
 	ForEach []ForEach
 	// ConfigMaps are the rule's configMap context entries.
 	ConfigMaps []ConfigMap
+	// Variables are the rule's variable context entries.
+	Variables []Variable
+}
+
+// Variable is a variable context entry: under the entry's name, the value (its variables
+// substituted) or the whole context, through the JMESPath when given, else the default.
+type Variable struct {
+	Entry string
+	// At is the entry's index in the rule's context: an entry reads the entries before it.
+	At         int
+	Value      any
+	HasValue   bool
+	JMESPath   string
+	Default    any
+	HasDefault bool
+	// Path and Field are where the entry is written, for messages.
+	Path  []string
+	Field string
 }
 
 // ForEach is one entry of mutate.foreach.

@@ -180,7 +180,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string, p *Policy)
 				r.problem(kp, kf, "CEL preconditions are not supported yet: the rule cannot be translated")
 			}
 		case "context":
-			rule.ConfigMaps = r.context(v, kp, kf, p)
+			rule.ConfigMaps, rule.Variables = r.context(v, kp, kf, p)
 		case "validate", "generate", "verifyImages":
 			r.problem(kp, kf, "a rule with both mutate and %s cannot be translated; split it", k)
 		case "skipBackgroundRequests", "reportProperties", "imageExtractors":
@@ -637,16 +637,17 @@ var entryNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // context reads a rule's context entries: configMap entries with a static name and namespace
 // (read as the param object of the policy's MutatingAdmissionPolicy); every other entry is
 // refused.
-func (r *reader) context(v any, path []string, field string, p *Policy) []ConfigMap {
+func (r *reader) context(v any, path []string, field string, p *Policy) ([]ConfigMap, []Variable) {
 	if emptyValue(v) {
-		return nil
+		return nil, nil
 	}
 	list, ok := v.([]any)
 	if !ok {
 		r.problem(path, field, "must be a list of context entries")
-		return nil
+		return nil, nil
 	}
 	var out []ConfigMap
+	var vars []Variable
 	seen := map[string]bool{}
 	for i, e := range list {
 		ep := append(append([]string(nil), path...), strconv.Itoa(i))
@@ -679,11 +680,14 @@ func (r *reader) context(v any, path []string, field string, p *Policy) []Config
 		case "configMap":
 			cm, ok := r.configMap(m[kinds[0]], kp, kf, p)
 			if ok {
-				cm.Entry = name
+				cm.Entry, cm.At = name, i
 				out = append(out, cm)
 			}
 		case "variable":
-			r.problem(kp, kf, "variable context entries are not supported yet: the rule cannot be translated")
+			if v, ok := r.variable(m[kinds[0]], kp, kf); ok {
+				v.Entry, v.At = name, i
+				vars = append(vars, v)
+			}
 		case "apiCall":
 			r.problem(kp, kf, "apiCall context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or a service while admitting")
 		case "imageRegistry":
@@ -694,7 +698,39 @@ func (r *reader) context(v any, path []string, field string, p *Policy) []Config
 			r.problem(kp, kf, "unknown field of a context entry (Kyverno v1.19)")
 		}
 	}
-	return out
+	return out, vars
+}
+
+// variable reads a variable context entry (value, jmesPath, default); what Kyverno's loader
+// (pkg/engine/context/loaders/variable.go) does with them is lowered in lower.Context.
+func (r *reader) variable(v any, path []string, field string) (Variable, bool) {
+	vr := Variable{Path: path, Field: field}
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.problem(path, field, "must be an object (value, jmesPath, default)")
+		return vr, false
+	}
+	bad := false
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kp := append(append([]string(nil), path...), k)
+		switch k {
+		case "value":
+			// A null value is no value to Kyverno's loader (its JSON is the same as none).
+			vr.Value, vr.HasValue = m[k], m[k] != nil
+		case "default":
+			vr.Default, vr.HasDefault = m[k], m[k] != nil
+		case "jmesPath":
+			vr.JMESPath, _ = m[k].(string)
+			if strings.Contains(vr.JMESPath, "{{") {
+				r.problem(kp, field+"."+k, "%q: variables in a variable entry's jmesPath are not supported yet: Kyverno substitutes them before it evaluates the expression; write the expression itself", vr.JMESPath)
+				bad = true
+			}
+		default:
+			r.problem(kp, field+"."+k, "unknown field of a variable context entry (value, jmesPath, default)")
+			bad = true
+		}
+	}
+	return vr, !bad
 }
 
 // configMap reads a configMap context entry: a static name and namespace, the namespace

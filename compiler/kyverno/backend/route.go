@@ -212,9 +212,13 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
 		}
-		sc := lower.Scope{Object: objectShape(rk)}
-		for _, cm := range r.ConfigMaps {
-			sc.ConfigMaps = append(sc.ConfigMaps, cm.Entry)
+		if len(r.Variables) > 0 && r.ForEach != nil {
+			v := r.Variables[0]
+			return nil, 0, problem(p, r, strings.TrimPrefix(v.Field, r.Field+"."), errors.New("variable context entries in a rule with foreach are not supported yet: Kyverno reloads them for each element, as the patched object stands then"))
+		}
+		sc, err := lower.Context(r, lower.Scope{Object: objectShape(rk)})
+		if err != nil {
+			return nil, 0, problem(p, r, "", err)
 		}
 		pre, err := lower.Preconditions(r.Preconditions, sc, "preconditions")
 		if err != nil {

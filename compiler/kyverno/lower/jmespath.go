@@ -145,10 +145,10 @@ func variable(s string, sc Scope) (value, error) {
 	if v.virt != real {
 		return value{}, c.refuse("%s is not supported as a value", c.virtName(v.virt))
 	}
-	return v, nil
+	return loaded(v, s, sc), nil
 }
 
-const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, serviceAccountName, serviceAccountNamespace, element, elementIndex, and <entry>.data of the rule's configMap context entries"
+const supportedRoots = "paths below request.object, request.oldObject, request.userInfo, request.kind, and request.operation, request.namespace, request.name, serviceAccountName, serviceAccountNamespace, element, elementIndex, <entry>.data of the rule's configMap context entries, and the rule's variable context entries"
 
 // lossyWhy is why a lossy value (see value.lossy) is refused.
 const lossyWhy = "serviceAccountNamespace is Kyverno's cut of the user name at its 22nd byte, which can fall inside a character and leave bytes that are not UTF-8, which CEL's strings cannot hold: it is supported as a value, inside a string, with ||, && and !, and compared with a literal without U+FFFD, not in functions or compared with other values"
@@ -420,6 +420,11 @@ func (c *lowering) root(name string) (value, error) {
 	}
 	if slices.Contains(c.sc.ConfigMaps, name) {
 		return value{virt: vConfigMap}, nil
+	}
+	for _, cv := range c.sc.Vars {
+		if cv.name == name {
+			return c.entry(cv), nil
+		}
 	}
 	if name == "images" {
 		return value{}, c.refuse("%s is not supported yet: Kyverno computes it once per webhook call from the object as it reaches the policy (a later mutation sees the object as earlier ones left it), parses each image with distribution/reference's grammar and checks, and fails every images variable when one image does not parse", name)

@@ -24,6 +24,8 @@ type Scope struct {
 	// ConfigMaps are the names of the rule's configMap context entries: each reads the
 	// policy's param object (params), the one ConfigMap its binding names.
 	ConfigMaps []string
+	// Vars are the rule's variable context entries, lowered (see Context).
+	Vars []contextVar
 }
 
 // variableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).

@@ -13,7 +13,6 @@ package backend
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -881,7 +880,7 @@ func readsConfigMap(r *kyverno.Rule) bool {
 	}
 	for _, v := range lower.Variables(patch) {
 		for _, cm := range r.ConfigMaps {
-			if loads(cm.Entry, strings.TrimSuffix(strings.TrimPrefix(v, "{{"), "}}")) {
+			if lower.Loads(cm.Entry, strings.TrimSuffix(strings.TrimPrefix(v, "{{"), "}}")) {
 				return true
 			}
 		}
@@ -893,11 +892,4 @@ func readsConfigMap(r *kyverno.Rule) bool {
 func kindsOnly(f kyverno.Filter) bool {
 	return len(f.Kinds) > 0 && (kyverno.Filter{Subjects: f.Subjects, Name: f.Name, Names: f.Names, Namespaces: f.Namespaces,
 		Operations: f.Operations, Annotations: f.Annotations, Selector: f.Selector, NamespaceSelector: f.NamespaceSelector}).Empty()
-}
-
-// loads: does Kyverno's query of the variable's text load the context entry named entry? Its
-// deferred loader (pkg/engine/context NewDeferredLoader) matches the query with this pattern.
-func loads(entry, query string) bool {
-	re := regexp.MustCompile(`(?:\A|\z|\s|[^.0-9A-Za-z])` + regexp.QuoteMeta(entry) + `\b`)
-	return re.MatchString(query)
 }

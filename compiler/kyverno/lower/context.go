@@ -138,7 +138,7 @@ func contextVariable(vr kyverno.Variable, field string, sc Scope) (contextVar, e
 	var out value
 	switch {
 	case vr.HasValue:
-		s, vars, lossy, err := substitute(vr.Value, sc, "value", true)
+		s, vars, lossy, err := substitute(jsonValue(vr.Value), sc, "value", true)
 		if err != nil {
 			return refuseErr("value", err)
 		}

@@ -169,9 +169,9 @@ func contextVariable(vr kyverno.Variable, field string, sc Scope) (contextVar, e
 				out = defv
 				cv.fallible = false
 			case err != nil:
-				out = found(fail("the context entry "+vr.Entry+": "+err.Error()+": Kyverno fails the rule"), tAny&^tNull, false)
+				out = found(fail("the context entry "+vr.Entry+": "+err.Error()+": Kyverno fails the rule"), tStr, false)
 			case res == nil:
-				out = found(fail("the context entry "+vr.Entry+" is null: Kyverno fails the rule"), tAny&^tNull, false)
+				out = found(fail("the context entry "+vr.Entry+" is null: Kyverno fails the rule"), tStr, false)
 			default:
 				if out, err = literal(res); err != nil {
 					return refuse("jmesPath", "%v", err)

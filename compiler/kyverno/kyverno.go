@@ -1,7 +1,8 @@
 // Package kyverno is the front end of Kyverno's route: it recognises Kyverno's policy documents
 // (kyverno.io ClusterPolicy and Policy), decodes them as the API server stores them, expands
 // Kyverno's autogen rules, and reads each mutate rule into its model (match, exclude,
-// preconditions, patches, configMap context entries: the one ConfigMap of the policy), refusing
+// preconditions, patches, configMap context entries: the one ConfigMap of the policy, and
+// variable context entries), refusing
 // what cannot be translated exactly with the file, line, policy, rule, field and reason.
 //
 // It must not import Gatekeeper's route, emit or cmd; lowering to CEL is

@@ -1,7 +1,8 @@
 // Package lower turns Kyverno's mutate rules, as the front end (package kyverno) read them, into
 // CEL trees (package cel): each rule's match and exclude blocks into a condition on the request
 // and the object as the rule sees it, its variables' JMESPath (parsed by Kyverno's own parser,
-// with the semantics of Kyverno's JMESPath and functions) into CEL values, and its patch into
+// with the semantics of Kyverno's JMESPath and functions) into CEL values, its variable context
+// entries into the CEL values the variables naming them read, and its patch into
 // JSONPatch operations that give the object Kyverno's patch gives (patchStrategicMerge as
 // Kyverno's kustomize merge does it, with its anchors; patchesJson6902 with Kyverno's options).
 // What it cannot lower exactly it refuses with an error naming the field.

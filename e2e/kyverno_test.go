@@ -56,6 +56,14 @@ func TestKyverno(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if _, err := os.Stat(filepath.Join(dir, "params.yaml")); err == nil {
+				// Not run here yet: the case's ConfigMaps would have to be in the cluster before
+				// its policies are bound, and its bindings deny (parameterNotFoundAction: Deny)
+				// the requests in namespaces without them, the harness's probes included.
+				// Verified in process against Kyverno's engine (go test ./compiler -run
+				// TestGolden/kyverno); params on the real API server are checked by TestParams.
+				t.Skip("params.yaml: ConfigMap params are not created in the cluster by this test")
+			}
 			policies := readMutators(t, filepath.Join(dir, "mutators.yaml"))
 			if !hasKyvernoPolicy(policies) {
 				t.Skip("no Kyverno policy")

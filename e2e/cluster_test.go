@@ -327,7 +327,7 @@ func sentinel(token string) *emit.Policy {
 					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: probeNamespace, labelSync: token}},
 					ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"resourcequotas"}},
 					}}},
 				},
 				MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "probe", Expression: fmt.Sprintf("object.metadata.name == %q", probeName(token))}},
@@ -357,13 +357,15 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-// probe dry-run creates the probe ConfigMap of token and says whether the sentinel marked it.
+// probe dry-run creates the probe ResourceQuota of token and says whether the sentinel marked
+// it. A ResourceQuota, a kind no case's policy matches: a policy of a case that fails on
+// the probe (a Kyverno rule whose variable has no value, under failurePolicy Fail) denies it.
 func (c *cluster) probe(ctx context.Context, token string) (bool, error) {
-	cm := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
+	rq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ResourceQuota",
 		"metadata": map[string]any{"name": probeName(token), "namespace": probeNamespace},
 	}}
-	out, err := c.create(ctx, corev1.SchemeGroupVersion.WithResource("configmaps"), cm, true)
+	out, err := c.create(ctx, corev1.SchemeGroupVersion.WithResource("resourcequotas"), rq, true)
 	if err != nil {
 		return false, err
 	}

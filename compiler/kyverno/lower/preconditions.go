@@ -85,19 +85,11 @@ func operand(v any, sc Scope, field string) (cel.Expr, types, any, bool, error) 
 	return e.e, e.t, nil, lossy, nil
 }
 
-// literalTypes is the type of a literal operand as Kyverno reads it.
+// literalTypes is the type of a literal operand as Kyverno reads it: a number's type is not
+// known (it reaches Kyverno as an int64 or a float64).
 func literalTypes(v any) types {
-	switch v.(type) {
-	case nil:
-		return tNull
-	case bool:
-		return tBool
-	case string:
-		return tStr
-	case []any:
-		return tList
-	case map[string]any:
-		return tMap
+	if t := typeOf(v); t != tInt && t != tDouble {
+		return t
 	}
 	return tAny
 }

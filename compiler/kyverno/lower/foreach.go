@@ -336,15 +336,7 @@ func listPathOf(list string) ([]string, error) {
 	if len(segs) < 3 || segs[0] != "request" || segs[1] != "object" {
 		return nil, fmt.Errorf("%q: only a list below request.object is supported yet", list)
 	}
-	var out []string
-	for _, s := range segs[2:] {
-		name, ok := s.(string)
-		if !ok {
-			return nil, fmt.Errorf("%q: list indices in the path are not supported yet", list)
-		}
-		out = append(out, name)
-	}
-	return out, nil
+	return names(list, segs[2:])
 }
 
 func prefixed(toks, prefix []string) bool {
@@ -374,8 +366,13 @@ func elementPathOf(list string, depth int) ([]string, error) {
 	if len(segs) < 2 || segs[0] != "element" && segs[0] != fmt.Sprintf("element%d", depth-1) {
 		return nil, fmt.Errorf("%q: only a list below the enclosing element (element.<path>) is supported in a nested foreach yet", list)
 	}
+	return names(list, segs[1:])
+}
+
+// names are the segments of a foreach list's path, which must all be field names.
+func names(list string, segs []any) ([]string, error) {
 	var out []string
-	for _, s := range segs[1:] {
+	for _, s := range segs {
 		name, ok := s.(string)
 		if !ok {
 			return nil, fmt.Errorf("%q: list indices in the path are not supported yet", list)

@@ -95,6 +95,25 @@ func labels(o map[string]any) map[string]any {
 	return md["labels"].(map[string]any)
 }
 
+// teamsRule labels Pods with the team a configMap context entry reads from the ConfigMap
+// default/teams.
+var teamsRule = policy("team", "", `rules:
+- name: team
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+  context:
+  - name: cm
+    configMap:
+      name: teams
+  mutate:
+    patchStrategicMerge:
+      metadata:
+        labels:
+          team: "{{ cm.data.team }}"
+`)
+
 func TestAdmit(t *testing.T) {
 	deployment := `apiVersion: apps/v1
 kind: Deployment
@@ -336,43 +355,13 @@ spec:
 		object:   pod,
 	}, {
 		name: "a configMap context entry reads the ConfigMap given (in default when none is named)",
-		policies: []string{policy("team", "", `rules:
-- name: team
-  match:
-    any:
-    - resources:
-        kinds: [Pod]
-  context:
-  - name: cm
-    configMap:
-      name: teams
-  mutate:
-    patchStrategicMerge:
-      metadata:
-        labels:
-          team: "{{ cm.data.team }}"
-`)},
+		policies: []string{teamsRule},
 		cms:    []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\ndata:\n  team: payments\n"},
 		object: pod,
 		want:   edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
 	}, {
 		name: "a missing ConfigMap fails the rule that reads it",
-		policies: []string{policy("team", "", `rules:
-- name: team
-  match:
-    any:
-    - resources:
-        kinds: [Pod]
-  context:
-  - name: cm
-    configMap:
-      name: teams
-  mutate:
-    patchStrategicMerge:
-      metadata:
-        labels:
-          team: "{{ cm.data.team }}"
-`)},
+		policies: []string{teamsRule},
 		cms:    []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\n  namespace: platform\ndata:\n  team: payments\n"},
 		object: pod,
 		denied: `failed to get configmap default/teams`,

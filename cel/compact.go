@@ -22,7 +22,10 @@ import (
 //     becomes one list literal with optional elements: (c ? [p] : []) + [q] + (d ? [] : [r])
 //     becomes [?(c ? optional.of(p) : optional.none()), q, ?(d ? optional.none() : optional.of(r))];
 //   - in a list literal, an "add" below the path of an earlier "add" of an object literal is
-//     folded into that literal when nothing in between touches the node (foldAdds).
+//     folded into that literal when nothing in between touches the node (foldAdds);
+//   - a conditional creation of a missing node moves forward, past parts that do not touch
+//     the node, into the first part that does when it tests the same condition
+//     (sinkCreations), so that the writes below the node can be folded into the creation.
 //
 // It descends into branches and into the bodies of transformList(...).flatten() loops.
 
@@ -62,6 +65,7 @@ func Compact(e Expr) Expr { return join(CompactTerms(flatten(e, "+"))) }
 // each group where its first member was, so that every part only moves earlier, and never past a
 // part holding a shared creation.
 func CompactTerms(ts []Expr) []Expr {
+	ts = sinkCreations(ts)
 	var out []Expr
 	at := map[string]int{} // first condition -> index in out
 	var pres []int         // the indexes in out holding shared creations
@@ -133,6 +137,37 @@ func CompactTerms(ts []Expr) []Expr {
 	return optionalRuns(kept)
 }
 
+// sinkCreations moves each conditional term holding shared creations, c ? A : B, forward past
+// the terms whose operations commute with its own (disjoint), into the first term that does not
+// when that one tests the same first condition, c ? X : Y, which becomes c ? A + X : B + Y. The
+// creations still come before every operation below the nodes they create, and now share a branch
+// with them: a loop body's creation of a container's missing securityContext and the writes of
+// its members, each under its own test of the node, are then grouped by that test (CompactTerms),
+// and foldAdds writes the members into the created object, one operation where there were one
+// per member. A term whose first later dependant tests another condition stays where it is.
+func sinkCreations(ts []Expr) []Expr {
+	ts = append([]Expr(nil), ts...) // the caller's slice is not ours to change
+	// The last first: a creation below another one's node (a container's resources.limits below
+	// its resources) goes to its own dependant, and the one above it can then follow it there.
+	for i := len(ts) - 1; i >= 0; i-- {
+		p, ok := ts[i].(cond)
+		if !ok || !hasPre(p) {
+			continue
+		}
+		for j := i + 1; j < len(ts); j++ {
+			if disjoint(p, ts[j]) {
+				continue
+			}
+			if t, ok := ts[j].(cond); ok && j > i+1 && String(t.c) == String(p.c) {
+				ts[j] = cond{p.c, Bin("+", p.t, t.t), Bin("+", p.f, t.f)}
+				ts = append(ts[:i], ts[i+1:]...)
+			}
+			break
+		}
+	}
+	return ts
+}
+
 // appends lists the paths of the lists e's operations append to ("add" at ".../-"), whether or
 // not its other operations' paths can be read: static paths as they are, paths computed in a
 // loop as their static beginning, "*" and their static end.
@@ -184,7 +219,7 @@ func disjoint(a, b Expr) bool {
 			// Paths whose static beginnings already differ (neither a prefix of the other) are in
 			// different subtrees, whatever the indices after them.
 			apart := !strings.HasPrefix(x.static, y.static) && !strings.HasPrefix(y.static, x.static)
-			if !sameBase && !apart {
+			if !sameBase && !apart && !tokensApart(x.tokens, y.tokens) {
 				return false
 			}
 		}
@@ -198,6 +233,52 @@ type opPath struct {
 	base, rel string
 	readable  bool
 	static    string
+	tokens    []int32 // see pathTokens
+}
+
+// indexToken stands for a run-time list index in pathTokens.
+const indexToken = -1
+
+// pathTokens is a path made of static strings and run-time list indices (string(i), each a whole
+// segment) as its static bytes with indexToken for each index; nil for any other path.
+func pathTokens(e Expr) []int32 {
+	var out []int32
+	for _, p := range flatten(e, "+") {
+		if s, ok := strValue(p); ok {
+			for i := 0; i < len(s); i++ {
+				out = append(out, int32(s[i]))
+			}
+			continue
+		}
+		if c, ok := p.(call); !ok || c.target != nil || c.fn != "string" || len(c.args) != 1 || len(out) == 0 || out[len(out)-1] != '/' {
+			return nil
+		}
+		out = append(out, indexToken)
+	}
+	for i, t := range out {
+		if t == indexToken && i+1 < len(out) && out[i+1] != '/' {
+			return nil
+		}
+	}
+	return out
+}
+
+// tokensApart: do the paths a and b (pathTokens) name nodes neither of which contains the
+// other? They part where their static bytes differ. Where both have an index, the indices name
+// the same element or different ones: either way the nodes below are apart if the rest of the
+// paths part. An index against static bytes, or one path a prefix of the other, may be the same
+// node.
+func tokensApart(a, b []int32) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	for k := 0; k < len(a) && k < len(b); k++ {
+		if a[k] == b[k] {
+			continue
+		}
+		return a[k] != indexToken && b[k] != indexToken
+	}
+	return false
 }
 
 // opPaths lists the paths of the JSONPatch operations in e; false if one is not a JSONPatch
@@ -208,7 +289,7 @@ func opPaths(e Expr, acc []opPath) ([]opPath, bool) {
 			return nil, false
 		}
 		_, base, rel, _, readable := readOp(x)
-		return append(acc, opPath{base: base, rel: rel, readable: readable, static: staticPrefix(x.vals[1])}), true
+		return append(acc, opPath{base: base, rel: rel, readable: readable, static: staticPrefix(x.vals[1]), tokens: pathTokens(x.vals[1])}), true
 	}
 	ok := eachChild(e, func(k Expr) bool {
 		var ok bool

@@ -20,7 +20,7 @@ func opOf(op, path string) Expr { return patchOp(op, Pointer{[]Expr{strLit{path}
 // orders it must keep.
 func TestCompact(t *testing.T) {
 	env := NewEnv(version.MajorMinor(1, 37))
-	x, y := Ident("x"), Ident("y")
+	x, y, c, d, e := Ident("x"), Ident("y"), Ident("c"), Ident("d"), Ident("e")
 	pre := func(path string) Expr { return List(preOp(Pointer{[]Expr{strLit{path}}})) }
 	cases := []struct {
 		name string
@@ -72,6 +72,15 @@ func TestCompact(t *testing.T) {
 		{"not past an operation it does not commute with",
 			[]Expr{Cond(x, emptyList, List(addOp("/r", Map(nil, nil)))), Cond(y, List(opOf("remove", "/r/b")), emptyList), List(addOp("/r/b", Str("2")))},
 			`[?x ? optional.none() : optional.of(JSONPatch{op: "add", path: "/r", value: {}}), ?y ? optional.of(JSONPatch{op: "remove", path: "/r/b", value: "x"}) : optional.none(), JSONPatch{op: "add", path: "/r/b", value: "2"}]`},
+		{"a creation moves past what it does not touch to the first write below its node, under the same condition, and the write joins it",
+			[]Expr{Cond(x, Cond(c, emptyList, pre("/r")), emptyList), Cond(y, List(addOp("/s", Str("1"))), emptyList), Cond(x, Cond(c, List(addOp("/r/a", Str("2"))), List(addOp("/r/a", Str("2")))), emptyList)},
+			`[?y ? optional.of(JSONPatch{op: "add", path: "/s", value: "1"}) : optional.none(), ?x ? (c ? optional.of(JSONPatch{op: "add", path: "/r/a", value: "2"}) : optional.of(JSONPatch{op: "add", path: "/r", value: {"a": dyn("2")}})) : optional.none()]`},
+		{"a creation whose first write below it is under another condition stays",
+			[]Expr{Cond(x, Cond(c, emptyList, pre("/r")), emptyList), Cond(y, List(addOp("/s", Str("1"))), emptyList), Cond(y, Cond(c, List(addOp("/r/a", Str("2"))), List(addOp("/r/a", Str("2")))), emptyList)},
+			`(x ? (c ? [] : [JSONPatch{op: "add", path: "/r", value: {}}]) : []) + (y ? [JSONPatch{op: "add", path: "/s", value: "1"}, JSONPatch{op: "add", path: "/r/a", value: "2"}] : [])`},
+		{"creations one below the other each go to their first write, the upper one following the lower",
+			[]Expr{Cond(x, Cond(c, emptyList, pre("/r")), emptyList), Cond(x, Cond(c, Cond(d, emptyList, pre("/r/m")), pre("/r/m")), emptyList), Cond(y, List(addOp("/s", Str("1"))), emptyList), Cond(x, Cond(c, Cond(d, Cond(e, emptyList, List(addOp("/r/m/a", Str("2")))), List(addOp("/r/m/a", Str("2")))), List(addOp("/r/m/a", Str("2")))), emptyList)},
+			`[?y ? optional.of(JSONPatch{op: "add", path: "/s", value: "1"}) : optional.none(), ?x ? (c ? (d ? (e ? optional.none() : optional.of(JSONPatch{op: "add", path: "/r/m/a", value: "2"})) : optional.of(JSONPatch{op: "add", path: "/r/m", value: {"a": dyn("2")}})) : optional.of(JSONPatch{op: "add", path: "/r", value: {"m": dyn({"a": dyn("2")})}})) : optional.none()]`},
 	}
 	for _, c := range cases {
 		got, err := env.Print(join(CompactTerms(c.in)))
@@ -80,6 +89,34 @@ func TestCompact(t *testing.T) {
 		}
 		if got = strings.Join(strings.Fields(got), " "); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestSinkCreations: a creation moves only past terms that do not touch its node, and only into
+// a term under the same first condition.
+func TestSinkCreations(t *testing.T) {
+	x, y, c := Ident("x"), Ident("y"), Ident("c")
+	creation := Cond(x, Cond(c, emptyList, List(preOp(Pointer{[]Expr{strLit{"/r"}}}))), emptyList)
+	write := Cond(x, Cond(c, List(addOp("/r/a", Str("2"))), emptyList), emptyList)
+	cases := []struct {
+		name string
+		in   []Expr
+		want []string // the terms' first operation paths, in order
+	}{
+		{"past an unrelated term into the write", []Expr{creation, Cond(y, List(addOp("/s", Str("1"))), emptyList), write}, []string{"/s", "/r"}},
+		{"not past an operation below its node", []Expr{creation, Cond(y, List(addOp("/r/b", Str("1"))), emptyList), write}, []string{"/r", "/r/b", "/r/a"}},
+		{"not past an append to a list below its node", []Expr{creation, Cond(y, List(addOp("/r/l/-", Str("1"))), emptyList), write}, []string{"/r", "/r/l/-", "/r/a"}},
+		{"not into a write under another condition", []Expr{creation, Cond(y, List(addOp("/s", Str("1"))), emptyList), Cond(y, List(addOp("/r/a", Str("2"))), emptyList)}, []string{"/r", "/s", "/r/a"}},
+	}
+	for _, tc := range cases {
+		var got []string
+		for _, term := range sinkCreations(tc.in) {
+			ps, _ := opPaths(term, nil)
+			got = append(got, ps[0].rel)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%s: terms %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -103,6 +140,10 @@ func TestDisjoint(t *testing.T) {
 		{"an element and a sibling field of the list", List(patchOp("replace", first, Map(nil, nil))), addOp("/spec/containersX", List()), true},
 		{"two fields of one element", List(patchOp("add", elem.Child("image"), Str("x"))), List(patchOp("add", elem.Child("args"), List())), true},
 		{"an element found at run time and a field of an element", List(patchOp("replace", first, Map(nil, nil))), List(patchOp("add", elem.Child("image"), Str("x"))), false},
+		{"fields of an element and of an element of its list", List(patchOp("add", elem.Child("resources"), Map(nil, nil))), List(patchOp("add", elem.Child("env").Index(Ident("i4")).Child("value"), Str("x"))), true},
+		{"a field of an element and an element of that field's list", List(patchOp("add", elem.Child("env"), List())), List(patchOp("add", elem.Child("env").Index(Ident("i4")).Child("value"), Str("x"))), false},
+		{"an element found at run time and a static index", List(patchOp("add", elem.Child("a"), Str("x"))), addOp("/spec/containers/0/b", Str("y")), false},
+		{"an append and a field of an element of the list", List(patchOp("add", elem.Child("a"), Str("x"))), addOp("/spec/containers/-", Map(nil, nil)), false},
 	}
 	for _, c := range cases {
 		if got := disjoint(c.a, c.b); got != c.want {

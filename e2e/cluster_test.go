@@ -42,9 +42,11 @@ const EnvCompileVersion = "MAPC_E2E_COMPILE_VERSION"
 const (
 	// probeNamespace holds the probe objects used to see which policies the API server runs.
 	probeNamespace = "mapc-e2e"
-	// sentinelName is the policy (and binding) created after a case's policies: once it mutates
-	// the probe object, every policy created before it is active (see sync).
-	sentinelName = "mapc-e2e-sentinel"
+	// sentinelPrefix begins the name of the policy (and binding) created after a case's policies,
+	// which ends in the sync's token: once it mutates the probe object, every policy and binding
+	// created before it is active (see sync). labelSentinel marks them.
+	sentinelPrefix = "mapc-e2e-sentinel-"
+	labelSentinel  = "e2e.mapc.dev/sentinel"
 	// labelSync is the label of the probe namespace that the sentinel's binding selects: its
 	// value is each sync's token (see sync).
 	labelSync          = "e2e.mapc.dev/sync"
@@ -317,7 +319,8 @@ func (c *cluster) applyObjects(ctx context.Context, objs []any) error {
 func sentinel(token string) *emit.Policy {
 	fail := admissionregistrationv1.Fail
 	never := admissionregistrationv1.NeverReinvocationPolicy
-	meta := metav1.ObjectMeta{Name: sentinelName, Labels: map[string]string{labelE2E: "true"}}
+	name := sentinelPrefix + token
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{labelE2E: "true", labelSentinel: "true"}}
 	return &emit.Policy{
 		Policy: &admissionregistrationv1.MutatingAdmissionPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
@@ -344,7 +347,7 @@ func sentinel(token string) *emit.Policy {
 		Binding: &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
 			ObjectMeta: meta,
-			Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: sentinelName},
+			Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 		},
 	}
 }
@@ -417,10 +420,14 @@ func (c *cluster) unbind(ctx context.Context) error {
 // the sentinel policy and binding by new ones that mark a new probe object in namespaces with
 // that label, and dry-run creates that probe object until it comes back marked: by then every
 // earlier write to policies, bindings and namespaces has been seen too. The sentinel matches
-// nothing but its probe object.
+// nothing but its probe object. Its policy and binding are named with the token: were the binding
+// of the sentinel before still in the API server's binding cache (whose informer had then seen
+// neither its deletion nor the bindings written before it), it would bind a new sentinel policy
+// of the same name, which would mark the probe while bindings of the case are still unseen.
 func (c *cluster) sync(ctx context.Context) error {
+	old := metav1.ListOptions{LabelSelector: labelSentinel + "=true"}
 	for _, gvr := range []schema.GroupVersionResource{c.binding, c.policy} {
-		if err := c.dyn.Resource(gvr).Delete(ctx, sentinelName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.dyn.Resource(gvr).DeleteCollection(ctx, metav1.DeleteOptions{}, old); err != nil {
 			return err
 		}
 	}

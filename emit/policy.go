@@ -80,8 +80,9 @@ func (r *Resources) Resource(gvk schema.GroupVersionKind) (string, bool) {
 type Policy struct {
 	Policy  *admissionregistrationv1.MutatingAdmissionPolicy
 	Binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
-	// Contents says, for each mutation of a fused policy, which mutator steps it computes and
-	// why it is not part of the mutation before it (for explain; empty for other policies).
+	// Contents says, for each mutation of a fused policy or of a Kyverno policy, which mutator
+	// steps (rules) it computes and why it is not part of the mutation before it (for explain;
+	// empty for other policies).
 	Contents []Contents
 }
 
@@ -94,12 +95,16 @@ type Contents struct {
 	// LeavesOut says, for steps that leave out of their operations a list element another step
 	// replaces whole, which and why.
 	LeavesOut []string
+	// Patch says why the mutation is of its patch type ("" when no front end said).
+	Patch string
 }
 
-// Step is one run of an input policy: in its engine's pass Round (from 1).
+// Step is one run of an input policy: in its engine's pass Round (from 1), of its part Rule
+// (a Kyverno rule's name; "" for a Gatekeeper mutator, which has one).
 type Step struct {
 	Source Source
 	Round  int
+	Rule   string
 }
 
 // Source names an input object a policy was generated from (Namespace only for a namespaced

@@ -132,10 +132,13 @@ type explainedMutation struct {
 	Why   string `json:"why,omitempty"`
 	// LeavesOut: steps that leave out a list element another step replaces whole.
 	LeavesOut []string `json:"leavesOut,omitempty"`
+	// Patch: why the mutation is of its patch type.
+	Patch string `json:"patchTypeBecause,omitempty"`
 }
 
 type explainedStep struct {
 	Mutator string `json:"mutator"`
+	Rule    string `json:"rule,omitempty"`
 	Round   int    `json:"round"`
 }
 
@@ -147,9 +150,9 @@ func explainedPolicies(out *compiler.Output) []explainedPolicy {
 		}
 		ep := explainedPolicy{Policy: p.Policy.Name}
 		for i, c := range p.Contents {
-			em := explainedMutation{PatchType: string(p.Policy.Spec.Mutations[i].PatchType), After: c.After, Why: c.Why, LeavesOut: c.LeavesOut}
+			em := explainedMutation{PatchType: string(p.Policy.Spec.Mutations[i].PatchType), After: c.After, Why: c.Why, LeavesOut: c.LeavesOut, Patch: c.Patch}
 			for _, st := range c.Steps {
-				em.Steps = append(em.Steps, explainedStep{Mutator: st.Source.String(), Round: st.Round})
+				em.Steps = append(em.Steps, explainedStep{Mutator: st.Source.String(), Rule: st.Rule, Round: st.Round})
 			}
 			ep.Mutations = append(ep.Mutations, em)
 		}
@@ -398,12 +401,20 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		fmt.Fprintf(w, "%s: %d mutation(s), each computed from the object the one before left:\n", p.Policy, len(p.Mutations))
 		for i, m := range p.Mutations {
 			var steps []string
-			for _, st := range m.Steps {
-				if st.Round > 1 {
-					steps = append(steps, fmt.Sprintf("%s (round %d)", st.Mutator, st.Round))
-				} else {
-					steps = append(steps, st.Mutator)
+			for k, st := range m.Steps {
+				s := st.Mutator
+				if st.Rule != "" {
+					// A policy's rules in one mutation: "Kind/name rules a, b".
+					if k > 0 && m.Steps[k-1].Mutator == st.Mutator && m.Steps[k-1].Rule != "" {
+						steps[len(steps)-1] = strings.Replace(steps[len(steps)-1], " rule ", " rules ", 1) + ", " + st.Rule
+						continue
+					}
+					s += " rule " + st.Rule
 				}
+				if st.Round > 1 {
+					s += fmt.Sprintf(" (round %d)", st.Round)
+				}
+				steps = append(steps, s)
 			}
 			fmt.Fprintf(w, "  mutations[%d] (%s): %s\n", i, m.PatchType, strings.Join(steps, ", "))
 			switch {
@@ -414,6 +425,9 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 			}
 			for _, l := range m.LeavesOut {
 				fmt.Fprintf(w, "    %s\n", l)
+			}
+			if m.Patch != "" {
+				fmt.Fprintf(w, "    a %s for %s\n", m.PatchType, m.Patch)
 			}
 		}
 	}

@@ -379,3 +379,31 @@ func TestExplainLeavesOut(t *testing.T) {
 	}
 	t.Fatal("no policy gatekeeper-pods")
 }
+
+// TestExplainKyverno: explain names each Kyverno policy's mutations by rule and says why each is
+// a JSONPatch, and claims no Gatekeeper installation for Kyverno policies.
+func TestExplainKyverno(t *testing.T) {
+	code, out, errs := runCLI(t, "", "explain", "-f", "../../examples/kyverno/policies")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"kyverno-clusterpolicy-container-defaults: 1 mutation(s)",
+		"mutations[0] (JSONPatch): ClusterPolicy/container-defaults rules per-container, autogen-per-container, autogen-cronjob-per-container\n",
+		"a JSONPatch for foreach: ",
+		"mutations[0] (JSONPatch): ClusterPolicy/shop-config rule add-entries\n",
+		"a JSONPatch for patchStrategicMerge as Kyverno's merge gives it",
+		"a JSONPatch for patchesJson6902: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "installation:") {
+		t.Errorf("explain claims a Gatekeeper installation for Kyverno policies:\n%s", out)
+	}
+	code, out, _ = runCLI(t, "", "explain", "-f", "../../examples/kyverno/policies", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"rule": "per-container"`) || !strings.Contains(out, `"skipsIgnoredNamespaces": false`) {
+		t.Errorf("explain json: exit %d\n%s", code, out)
+	}
+}

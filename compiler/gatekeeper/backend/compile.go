@@ -91,7 +91,8 @@ type Plan struct {
 	CreateOnly []plan.OnlyCreating
 	// ExcludedNamespaces is every namespace the policies skip (options and Config documents).
 	ExcludedNamespaces []string
-	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled gatekeeper.IgnoreLabel.
+	// SkipsIgnoredNamespaces: the bindings skip namespaces labelled gatekeeper.IgnoreLabel (there
+	// are mutators, and bindings for them).
 	SkipsIgnoredNamespaces bool
 }
 
@@ -111,7 +112,7 @@ func Compile(docs []*source.Document, opts route.Options) *route.Output {
 	docs, excluded, notes, problems := gatekeeper.InstallContext(docs)
 	opts.ExcludedNamespaces = append(append([]string(nil), opts.ExcludedNamespaces...), excluded...)
 	fe := gatekeeper.Compile(docs)
-	out := &output{Output: route.Output{Notes: append(notes, fe.Notes...)}, Plan: Plan{ExcludedNamespaces: opts.ExcludedNamespaces, SkipsIgnoredNamespaces: !opts.MutateIgnoredNamespaces}}
+	out := &output{Output: route.Output{Notes: append(notes, fe.Notes...)}, Plan: Plan{ExcludedNamespaces: opts.ExcludedNamespaces, SkipsIgnoredNamespaces: !opts.MutateIgnoredNamespaces && len(docs) > 0}}
 	out.Problems = append(out.Problems, problems...)
 	for _, p := range fe.Problems {
 		out.Problems = append(out.Problems, p)

@@ -200,6 +200,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 	var kinds []gk
 	mayFail := 0
 	var rules []emitted // per rule that can change an object
+	var contents []emit.Contents
 	for _, r := range p.Rules {
 		failing := mayFail
 		rk, err := ruleKinds(r, opts)
@@ -325,6 +326,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 			return nil, 0, problem(p, step[0].rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
 		}
 		muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
+		contents = append(contents, step.contents(p, len(contents)))
 	}
 	if len(muts) == 0 {
 		return nil, mayFail, nil
@@ -362,6 +364,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
 		Rules: resourceRules(kinds, resources), Mutations: muts, Param: param}
 	pol, err := emit.NewPolicy(spec, eo)
+	if pol != nil {
+		pol.Contents = contents
+	}
 	return pol, mayFail, err
 }
 
@@ -707,6 +712,39 @@ func steps(rules []emitted) []step {
 		}
 		out = append(out, st)
 	}
+}
+
+// contents says which rules mutation i (the step) runs, why it is not part of the mutation
+// before, and why it is a JSONPatch (for explain).
+func (st step) contents(p *kyverno.Policy, i int) emit.Contents {
+	var c emit.Contents
+	src := emit.Source{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+	var whys []string
+	seen := map[string]bool{}
+	for _, m := range st {
+		c.Steps = append(c.Steps, emit.Step{Source: src, Round: 1, Rule: m.rule.Name})
+		why := patchWhy(m.rule)
+		if !seen[why] {
+			seen[why] = true
+			whys = append(whys, why)
+		}
+	}
+	c.Patch = strings.Join(whys, "; ")
+	if i > 0 {
+		c.Why = "Kyverno runs a policy's rules (and a foreach's entries) in order, each on the object the one before left; rules for kinds no object has at once share a mutation"
+	}
+	return c
+}
+
+// patchWhy says why a rule's operations are a JSONPatch rather than an ApplyConfiguration.
+func patchWhy(r *kyverno.Rule) string {
+	switch {
+	case r.StrategicMerge != nil:
+		return "patchStrategicMerge as Kyverno's merge gives it (new keyed list items first, lists without merge keys in its schema replaced whole, anchors decided on the object), which the API server's apply merge (new items last, its own schema, no conditions) does not"
+	case r.ForEach != nil:
+		return "foreach: each element patched in Kyverno's order, at its index"
+	}
+	return "patchesJson6902: the rule's own operations, with Kyverno's options (missing parents created, removals of missing paths ignored)"
 }
 
 // expr is the step's operations: each rule's, for the kinds it runs for in this step; and the

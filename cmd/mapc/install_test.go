@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -405,5 +406,21 @@ func TestExplainKyverno(t *testing.T) {
 	code, out, _ = runCLI(t, "", "explain", "-f", "../../examples/kyverno/policies", "-o", "json")
 	if code != 0 || !strings.Contains(out, `"rule": "per-container"`) || !strings.Contains(out, `"skipsIgnoredNamespaces": false`) {
 		t.Errorf("explain json: exit %d\n%s", code, out)
+	}
+}
+
+// TestExcludeNamespacesRefusedForKyverno: Gatekeeper's exempt namespaces do not apply to Kyverno
+// policies; given with them, compile says so and fails rather than ignore the flag.
+func TestExcludeNamespacesRefusedForKyverno(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/kyverno/policies", "--exclude-namespaces", "kube-*", "--output-dir", dir+"/out")
+	if code != 1 || !strings.Contains(errs, "--exclude-namespaces kube-*: it names the namespaces Gatekeeper's webhook is exempted from") || !strings.Contains(errs, "exclude blocks") {
+		t.Errorf("exit %d, want 1 and the flag named:\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if _, err := os.Stat(dir + "/out"); !os.IsNotExist(err) {
+		t.Errorf("output directory written despite the refusal (%v)", err)
+	}
+	if code, _, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--exclude-namespaces", "kube-*"); code != 0 {
+		t.Errorf("Gatekeeper mutators with --exclude-namespaces: exit %d: %s", code, errs)
 	}
 }

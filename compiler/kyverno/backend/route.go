@@ -66,6 +66,9 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 	if len(docs) == 0 {
 		return out
 	}
+	if len(opts.ExcludedNamespaces) > 0 {
+		out.Problems = append(out.Problems, fmt.Errorf("--exclude-namespaces %s: it names the namespaces Gatekeeper's webhook is exempted from, and the input has Kyverno policies, to which it does not apply (Kyverno's own exclusions, its ConfigMap's resourceFilters and its webhooks' namespaceSelector, are not translated): compile the Kyverno policies without it, and write the namespaces they must skip in their exclude blocks", strings.Join(opts.ExcludedNamespaces, ",")))
+	}
 	if opts.KubernetesVersion == nil {
 		opts.KubernetesVersion, _ = route.ParseVersion(route.DefaultKubernetesVersion)
 	}

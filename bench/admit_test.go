@@ -39,6 +39,7 @@ type admitCase struct {
 	err                 error                      // why the engine could not be built (e.g. a refusal)
 	cost                struct{ CEL int64 }        // runtime cost units, summed over every evaluation
 	perObject           int                        // mutations evaluated on the bench object
+	ops                 int                        // the JSONPatch operations they give it
 	costErr             error
 	allocs              int64
 	compile             time.Duration // for compiled policies
@@ -144,6 +145,7 @@ func setupAdmit(tb testing.TB, wl WorkloadSpec) (cases []*admitCase, mismatch st
 			c.cost.CEL += x.Cost
 			if strings.HasPrefix(x.Expression, "mutations[") {
 				c.perObject++
+				c.ops += x.Operations
 			}
 		}
 	}
@@ -189,6 +191,7 @@ func BenchmarkAdmit(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(c.cost.CEL), "cel-cost")
+				b.ReportMetric(float64(c.ops), "ops")
 			})
 		}
 	}

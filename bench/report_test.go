@@ -104,10 +104,11 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 		"   (-test.benchtime each); CEL: runtime cost units the API server's evaluators count, summed over every expression that runs;\n"+
 		"   ×GK, ×hand: ratios to Gatekeeper's engine and to the hand-written policies (%s where the workload has them);\n"+
 		"   compile: compiler.Compile of the workload;\n"+
-		"   per object: the mutations the timed object goes through (those whose policy matches it); %s: Kyverno's engine, a program\n"+
+		"   per object: the mutations the timed object goes through (those whose policy matches it); ops: the JSONPatch operations\n"+
+		"   they give it (the API server converts, marshals and applies each on its own); %s: Kyverno's engine, a program\n"+
 		"   reached over a pipe, so its time includes the IPC and is in no ratio\n\n", rounds, engExpertPerPolicy, engKyverno)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tengine\tcompile\tpolicies\tmutations\tper object\tns/op\tallocs/op\t×GK\t×hand\tCEL cost\tCEL ×hand\t")
+	fmt.Fprintln(tw, "workload\tengine\tcompile\tpolicies\tmutations\tper object\tops\tns/op\tallocs/op\t×GK\t×hand\tCEL cost\tCEL ×hand\t")
 	var notes []string
 	for _, wl := range workloads {
 		cases, mismatch := setupAdmit(t, wl)
@@ -158,14 +159,14 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 				if c.compile > 0 {
 					comp = round(c.compile)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t✗ not built\t\t\t\t\t\t\t\t\t\n", c.workload, c.engine, comp)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t✗ not built\t\t\t\t\t\t\t\t\t\t\n", c.workload, c.engine, comp)
 				continue
 			}
-			pol, mut, per := "-", "-", "-"
+			pol, mut, per, ops := "-", "-", "-", "-"
 			if c.sets != nil {
 				pol, mut = fmt.Sprint(c.policies), fmt.Sprint(c.mutations)
 				if c.costErr == nil {
-					per = fmt.Sprint(c.perObject)
+					per, ops = fmt.Sprint(c.perObject), fmt.Sprint(c.ops)
 				}
 			}
 			ratioRef, ratioHand, cost, costHand := "", "", "", ""
@@ -195,7 +196,7 @@ func reportAdmission(t *testing.T, out io.Writer, workloads []WorkloadSpec, quic
 			if c.compile > 0 {
 				comp = round(c.compile)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", c.workload, c.engine, comp, pol, mut, per, ns[c.engine], allocs,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", c.workload, c.engine, comp, pol, mut, per, ops, ns[c.engine], allocs,
 				ratioRef, ratioHand, cost, costHand)
 		}
 		if mismatch != "" {

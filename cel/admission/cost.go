@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -28,6 +31,10 @@ type ExprCost struct {
 	// share one budget in the API server).
 	Expression string
 	Cost       int64
+	// Operations is the number of JSONPatch operations a JSONPatch mutation gave (0 for match
+	// conditions and ApplyConfiguration mutations): each one the API server converts, marshals
+	// and applies on its own, so they, more than the CEL cost, decide what a mutation costs it.
+	Operations int
 }
 
 type costKey struct{}
@@ -44,26 +51,33 @@ func (r *CostRecord) Costs() []ExprCost {
 	return append([]ExprCost(nil), r.costs...)
 }
 
-func record(ctx context.Context, policy, expr string, budget, remaining int64, err error) {
+func record(ctx context.Context, policy, expr string, budget, remaining int64, ops int, err error) {
 	r, ok := ctx.Value(costKey{}).(*CostRecord)
 	if !ok || err != nil || remaining < 0 {
 		return
 	}
 	r.mu.Lock()
-	r.costs = append(r.costs, ExprCost{Policy: policy, Expression: expr, Cost: budget - remaining})
+	r.costs = append(r.costs, ExprCost{Policy: policy, Expression: expr, Cost: budget - remaining, Operations: ops})
 	r.mu.Unlock()
 }
 
 // meteredMutation is a mutation's evaluator that records its cost.
 type meteredMutation struct {
 	plugincel.MutatingEvaluator
-	policy string
-	index  int
+	policy    string
+	index     int
+	jsonPatch bool // a JSONPatch mutation, whose result is a list of operations
 }
 
 func (m *meteredMutation) ForInput(ctx context.Context, va *admission.VersionedAttributes, req *admissionv1.AdmissionRequest, in plugincel.OptionalVariableBindings, ns *corev1.Namespace, budget int64) (plugincel.EvaluationResult, int64, error) {
 	res, remaining, err := m.MutatingEvaluator.ForInput(ctx, va, req, in, ns, budget)
-	record(ctx, m.policy, fmt.Sprintf("mutations[%d]", m.index), budget, remaining, err)
+	ops := 0
+	if l, ok := res.EvalResult.(traits.Lister); ok && m.jsonPatch {
+		if n, ok := l.Size().(types.Int); ok {
+			ops = int(n)
+		}
+	}
+	record(ctx, m.policy, fmt.Sprintf("mutations[%d]", m.index), budget, remaining, ops, err)
 	return res, remaining, err
 }
 
@@ -75,7 +89,7 @@ type meteredConditions struct {
 
 func (m *meteredConditions) ForInput(ctx context.Context, va *admission.VersionedAttributes, req *admissionv1.AdmissionRequest, in plugincel.OptionalVariableBindings, ns *corev1.Namespace, budget int64) ([]plugincel.EvaluationResult, int64, error) {
 	res, remaining, err := m.ConditionEvaluator.ForInput(ctx, va, req, in, ns, budget)
-	record(ctx, m.policy, "matchConditions", budget, remaining, err)
+	record(ctx, m.policy, "matchConditions", budget, remaining, 0, err)
 	// For Trace: the errors the matcher may ignore.
 	if err != nil {
 		recordConditionError(ctx, Failure{Policy: m.policy, Expression: "spec.matchConditions", Err: err.Error()})

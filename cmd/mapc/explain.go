@@ -209,6 +209,9 @@ type explainedCost struct {
 	Max        int64  `json:"maxCost"`
 	Object     string `json:"object"` // the object that took it
 	Limit      int64  `json:"limit"`
+	// Operations: the most JSONPatch operations the mutation gave one object, and which.
+	Operations       int    `json:"maxOperations,omitempty"`
+	OperationsObject string `json:"operationsObject,omitempty"`
 }
 
 // measureCosts admits every object through the compiled policies, in the order emitted, and
@@ -258,6 +261,9 @@ func measureCosts(cmd *cobra.Command, out *compiler.Output, crds []*apiextension
 			}
 			if c.Cost > e.Max {
 				e.Max, e.Object = c.Cost, suite.Identity(obj)
+			}
+			if c.Operations > e.Operations {
+				e.Operations, e.OperationsObject = c.Operations, suite.Identity(obj)
 			}
 		}
 	}
@@ -336,13 +342,17 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		if len(costs) == 0 {
 			return
 		}
-		fmt.Fprintf(w, "CEL cost on the objects given (the largest per expression, as the API server counts it):\n")
+		fmt.Fprintf(w, "CEL cost on the objects given (the largest per expression, as the API server counts it), and the JSONPatch operations (each converted, marshalled and applied on its own):\n")
 		for _, c := range costs {
 			what := c.Expression
 			if c.PatchType != "" {
 				what += " (" + c.PatchType + ")"
 			}
-			fmt.Fprintf(w, "  %s %s: %d on %s, %.2g%% of the limit %d\n", c.Policy, what, c.Max, c.Object, 100*float64(c.Max)/float64(c.Limit), c.Limit)
+			ops := ""
+			if c.Operations > 0 {
+				ops = fmt.Sprintf("; up to %d JSONPatch operations, on %s", c.Operations, c.OperationsObject)
+			}
+			fmt.Fprintf(w, "  %s %s: %d on %s, %.2g%% of the limit %d%s\n", c.Policy, what, c.Max, c.Object, 100*float64(c.Max)/float64(c.Limit), c.Limit, ops)
 		}
 	}()
 	if out.SkipsIgnoredNamespaces {

@@ -142,7 +142,8 @@ func TestReinvocationIfNeeded(t *testing.T) {
 }
 
 // TestExplainCELCost: with objects among -f, explain admits them through the API server's MAP
-// code and reports the largest CEL cost of each expression against the API server's limits.
+// code and reports the largest CEL cost of each expression against the API server's limits, and
+// the most JSONPatch operations each mutation gave an object.
 func TestExplainCELCost(t *testing.T) {
 	mutators, objects := "../../testdata/bench/realistic-20/mutators.yaml", "../../testdata/bench/objects"
 	code, out, errs := runCLI(t, "", "explain", "-f", mutators, "-f", objects, "--output", "json")
@@ -151,8 +152,9 @@ func TestExplainCELCost(t *testing.T) {
 	}
 	var doc struct {
 		CELCost []struct {
-			Policy, Expression, PatchType, Object string
-			MaxCost, Limit                        int64
+			Policy, Expression, PatchType, Object, OperationsObject string
+			MaxCost, Limit                                          int64
+			MaxOperations                                           int
 		} `json:"celCost"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
@@ -170,12 +172,16 @@ func TestExplainCELCost(t *testing.T) {
 			if c.PatchType != "JSONPatch" || c.Limit != 1000000 || c.MaxCost < 1000 || c.MaxCost > 100000 || !strings.HasPrefix(c.Object, "Pod/shop/checkout") {
 				t.Errorf("unexpected cost entry %+v", c)
 			}
+			// Its mutation writes a dozen fields in most of its containers (73 operations).
+			if c.MaxOperations < 20 || c.MaxOperations > 200 || !strings.HasPrefix(c.OperationsObject, "Pod/shop/checkout") {
+				t.Errorf("unexpected operations of %+v", c)
+			}
 		}
 	}
 	if !found {
 		t.Fatalf("no cost for gatekeeper-pods mutations[0]:\n%s", out)
 	}
-	if code, out, _ = runCLI(t, "", "explain", "-f", mutators, "-f", objects); code != 0 || !strings.Contains(out, "CEL cost on the objects given") {
+	if code, out, _ = runCLI(t, "", "explain", "-f", mutators, "-f", objects); code != 0 || !strings.Contains(out, "CEL cost on the objects given") || !strings.Contains(out, "JSONPatch operations, on Pod/shop/checkout") {
 		t.Errorf("text output: exit %d\n%s", code, out)
 	}
 	if code, out, _ = runCLI(t, "", "explain", "-f", mutators, "--output", "json"); code != 0 || strings.Contains(out, "celCost") {

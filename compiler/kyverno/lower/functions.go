@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -43,38 +44,39 @@ var functions = map[string]function{
 	"to_boolean":    {1, toBoolean},
 	"regex_match":   {2, regexMatch},
 	"pattern_match": {2, patternMatch},
-	"not_null":      {-1, notNull},
-	"to_array":      {1, toArray},
-	"lookup":        {2, lookup},
+
+	"regex_replace_all":         {3, regexReplaceAll(false)},
+	"regex_replace_all_literal": {3, regexReplaceAll(true)},
+	"not_null":                  {-1, notNull},
+	"to_array":                  {1, toArray},
+	"lookup":                    {2, lookup},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
 var notLowered = map[string]string{
-	"equal_fold":                "Go's Unicode case folding has no counterpart in the API server's CEL (lowerAscii folds ASCII letters only)",
-	"regex_replace_all":         "the API server's CEL has no regular-expression replacement",
-	"regex_replace_all_literal": "the API server's CEL has no regular-expression replacement",
-	"base64_decode":             "the API server's CEL has no base64",
-	"base64_encode":             "the API server's CEL has no base64",
-	"sha256":                    "the API server's CEL has no hash functions",
-	"sha1":                      "the API server's CEL has no hash functions",
-	"md5":                       "the API server's CEL has no hash functions",
-	"x509_decode":               "the API server's CEL cannot decode certificates",
-	"parse_json":                "the API server's CEL cannot parse JSON",
-	"parse_yaml":                "the API server's CEL cannot parse YAML",
-	"path_canonicalize":         "the API server's CEL has no counterpart of Go's filepath.Clean",
-	"image_normalize":           "it applies Kyverno's configured default registry",
-	"is_external_url":           "it resolves host names",
-	"semver_compare":            "Kyverno's semantic version ranges have no counterpart in the API server's CEL",
-	"random":                    "its result is random",
-	"time_now":                  "its result depends on when the rule runs",
-	"time_now_utc":              "its result depends on when the rule runs",
-	"time_since":                "its result depends on when the rule runs",
-	"keys":                      "Kyverno's result follows Go's random map order",
-	"values":                    "Kyverno's result follows Go's random map order",
-	"map":                       "expression references (&expr) are not supported yet",
-	"max_by":                    "expression references (&expr) are not supported yet",
-	"min_by":                    "expression references (&expr) are not supported yet",
-	"sort_by":                   "expression references (&expr) are not supported yet",
+	"equal_fold":        "Go's Unicode case folding has no counterpart in the API server's CEL (lowerAscii folds ASCII letters only)",
+	"base64_decode":     "the API server's CEL has no base64",
+	"base64_encode":     "the API server's CEL has no base64",
+	"sha256":            "the API server's CEL has no hash functions",
+	"sha1":              "the API server's CEL has no hash functions",
+	"md5":               "the API server's CEL has no hash functions",
+	"x509_decode":       "the API server's CEL cannot decode certificates",
+	"parse_json":        "the API server's CEL cannot parse JSON",
+	"parse_yaml":        "the API server's CEL cannot parse YAML",
+	"path_canonicalize": "the API server's CEL has no counterpart of Go's filepath.Clean",
+	"image_normalize":   "it applies Kyverno's configured default registry",
+	"is_external_url":   "it resolves host names",
+	"semver_compare":    "Kyverno's semantic version ranges have no counterpart in the API server's CEL",
+	"random":            "its result is random",
+	"time_now":          "its result depends on when the rule runs",
+	"time_now_utc":      "its result depends on when the rule runs",
+	"time_since":        "its result depends on when the rule runs",
+	"keys":              "Kyverno's result follows Go's random map order",
+	"values":            "Kyverno's result follows Go's random map order",
+	"map":               "expression references (&expr) are not supported yet",
+	"max_by":            "expression references (&expr) are not supported yet",
+	"min_by":            "expression references (&expr) are not supported yet",
+	"sort_by":           "expression references (&expr) are not supported yet",
 }
 
 // numeric are the functions on numbers: not lowered, since the object's numbers reach Kyverno's
@@ -412,6 +414,90 @@ func regexMatch(c *lowering, name string, args []value) (value, error) {
 		return stringsOnly(name, cel.Method(dyn(a[1].e), "matches", arg(a[0].e)), a...)
 	})
 	return found(e, tBool, false), nil
+}
+
+// regexReplaceAll is regex_replace_all (Go's Regexp.ReplaceAll, which expands $1 and ${name} in
+// the replacement) and, with literal, regex_replace_all_literal (ReplaceAllLiteral). The API
+// server's CEL has no regular-expression replacement, but its find gives the leftmost-first
+// match as Go's regexp does: so a pattern anchored at the start of the text (^..., which matches
+// at most once) that cannot match the empty text is lowered, as the text where find gives ""
+// (no match) and otherwise the replacement followed by the text after the match. The pattern
+// and the replacement must be string literals, and regex_replace_all's replacement must not
+// hold $.
+func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) (value, error) {
+	return func(c *lowering, name string, args []value) (value, error) {
+		pat, ok := stringLiteral(args[0])
+		if !ok {
+			return value{}, c.refuse("%s's pattern must be a string literal ('...')", name)
+		}
+		if _, err := regexp.Compile(pat); err != nil {
+			return value{}, c.refuse("%s: the regular expression %q does not compile (%v): Kyverno fails the rule", name, pat, err)
+		}
+		if !anchoredNonEmpty(pat) {
+			return value{}, c.refuse("%s is supported for a pattern anchored at the start of the text (^...) that cannot match the empty text, not %q: the API server's CEL has no regular-expression replacement, and finds only the first match", name, pat)
+		}
+		repl, ok := stringLiteral(args[2])
+		if !ok {
+			return value{}, c.refuse("%s's replacement must be a string literal ('...')", name)
+		}
+		if !literal && strings.Contains(repl, "$") {
+			return value{}, c.refuse("%s's replacement %q holds $, which Go expands ($1, ${name}): not supported (regex_replace_all_literal takes it as text)", name, repl)
+		}
+		if err := textOnly(c, name, args[1]); err != nil {
+			return value{}, err
+		}
+		s := args[1]
+		e := c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
+			sv := s
+			sv.e = x
+			replaced := c.bind(cel.Method(dyn(x), "find", cel.Str(pat)), false, func(m cel.Expr) cel.Expr {
+				return cel.Cond(cel.Bin("==", m, cel.Str("")), dyn(x),
+					cel.Bin("+", cel.Str(repl), cel.Method(dyn(x), "substring", cel.Call("size", m))))
+			})
+			return stringsOnly(name, replaced, sv)
+		})
+		return found(e, tStr, false), nil
+	}
+}
+
+// anchoredNonEmpty: is the regular expression (Go's syntax, as regexp.Compile reads it) anchored
+// at the start of the text, and unable to match the empty text?
+func anchoredNonEmpty(pat string) bool {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	re = re.Simplify()
+	return re.Op == syntax.OpConcat && len(re.Sub) > 0 && re.Sub[0].Op == syntax.OpBeginText && minLength(re) > 0
+}
+
+// minLength is the fewest characters a match of re holds.
+func minLength(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minLength(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min * minLength(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, s := range re.Sub {
+			n += minLength(s)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := -1
+		for _, s := range re.Sub {
+			if m := minLength(s); n < 0 || m < n {
+				n = m
+			}
+		}
+		return max(n, 0)
+	}
+	return 0 // *, ?, empty matches, anchors and boundaries
 }
 
 // patternMatch is pattern_match: Kyverno's wildcards (* and ?), with a pattern literal.

@@ -159,6 +159,16 @@ func stringsOnly(name string, body cel.Expr, args ...value) cel.Expr {
 	return cel.Cond(cel.And(tests...), body, fail(name+": an argument is not a string: Kyverno fails the rule"))
 }
 
+// onString is body of the value of s (dyn(), evaluated once) where it is a string, else a failure
+// (stringsOnly).
+func (c *lowering) onString(name string, s value, body func(cel.Expr) cel.Expr) cel.Expr {
+	return c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
+		sv := s
+		sv.e = x
+		return stringsOnly(name, body(dyn(x)), sv)
+	})
+}
+
 // bindAll gives body the values of args, each evaluated once.
 func (c *lowering) bindAll(args []value, body func([]value) cel.Expr) cel.Expr {
 	var rec func(i int, bound []value) cel.Expr
@@ -446,15 +456,10 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 		if err := textOnly(c, name, args[1]); err != nil {
 			return value{}, err
 		}
-		s := args[1]
-		e := c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
-			sv := s
-			sv.e = x
-			replaced := c.bind(cel.Method(dyn(x), "find", cel.Str(pat)), false, func(m cel.Expr) cel.Expr {
-				return cel.Cond(cel.Bin("==", m, cel.Str("")), dyn(x),
-					cel.Bin("+", cel.Str(repl), cel.Method(dyn(x), "substring", cel.Call("size", m))))
+		e := c.onString(name, args[1], func(x cel.Expr) cel.Expr {
+			return c.bind(cel.Method(x, "find", cel.Str(pat)), false, func(m cel.Expr) cel.Expr {
+				return cel.Cond(cel.Bin("==", m, cel.Str("")), x, cel.Bin("+", cel.Str(repl), cel.Method(x, "substring", cel.Call("size", m))))
 			})
-			return stringsOnly(name, replaced, sv)
 		})
 		return found(e, tStr, false), nil
 	}
@@ -509,12 +514,7 @@ func patternMatch(c *lowering, name string, args []value) (value, error) {
 	if err := textOnly(c, name, args[1]); err != nil {
 		return value{}, err
 	}
-	s := args[1]
-	e := c.bind(s.e, s.simple, func(x cel.Expr) cel.Expr {
-		sv := s
-		sv.e = x
-		return stringsOnly(name, Glob(p, dyn(x)), sv)
-	})
+	e := c.onString(name, args[1], func(x cel.Expr) cel.Expr { return Glob(p, x) })
 	return found(e, tBool, false), nil
 }
 

@@ -71,12 +71,8 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 			// the text that makes (pkg/engine/variables: substituteVariablesIfAny): a variable
 			// written inside another one's text, '{{element.image}}' in
 			// {{ f('{{element.image}}') }}, has its value spliced into the outer one's JMESPath.
-			prev := 0
-			for _, l := range append(locs, []int{len(x), len(x)}) {
-				if strings.Contains(x[prev:l[0]], "{{") {
-					return nil, errorf(field, "%q has a variable inside another one: Kyverno splices the inner one's value into the outer one's JMESPath text before evaluating it, which is not supported: write the inner variable's expression in place of its quoted text (element.image for '{{element.image}}')", x)
-				}
-				prev = l[1]
+			if variableRe.MatchString(variableRe.ReplaceAllLiteralString(x, "\x00")) {
+				return nil, errorf(field, "%q has a variable inside another one: Kyverno splices the inner one's value into the outer one's JMESPath text before evaluating it, which is not supported: write the inner variable's expression in place of its quoted text (element.image for '{{element.image}}')", x)
 			}
 			var parts []cel.Expr
 			at := 0

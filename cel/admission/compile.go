@@ -60,13 +60,13 @@ func compilePolicy(policy *v1.MutatingAdmissionPolicy) mutating.PolicyEvaluator 
 			if m.JSONPatch != nil {
 				accessor := &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}
 				compileResult := compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)
-				patchers = append(patchers, &tracedPatcher{patch.NewJSONPatcher(&meteredMutation{compileResult, policy.Name, i, true}), policy.Name, i, ignore})
+				patchers = append(patchers, &tracedPatcher{patch.NewJSONPatcher(&meteredMutation{compileResult, policy.Name, i}), policy.Name, i, ignore})
 			}
 		case v1.PatchTypeApplyConfiguration:
 			if m.ApplyConfiguration != nil {
 				accessor := &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}
 				compileResult := compiler.CompileMutatingEvaluator(accessor, patchOptions, environment.StoredExpressions)
-				patchers = append(patchers, &tracedPatcher{patch.NewApplyConfigurationPatcher(&meteredMutation{compileResult, policy.Name, i, false}), policy.Name, i, ignore})
+				patchers = append(patchers, &tracedPatcher{patch.NewApplyConfigurationPatcher(&meteredMutation{compileResult, policy.Name, i}), policy.Name, i, ignore})
 			}
 		}
 	}

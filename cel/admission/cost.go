@@ -64,15 +64,14 @@ func record(ctx context.Context, policy, expr string, budget, remaining int64, o
 // meteredMutation is a mutation's evaluator that records its cost.
 type meteredMutation struct {
 	plugincel.MutatingEvaluator
-	policy    string
-	index     int
-	jsonPatch bool // a JSONPatch mutation, whose result is a list of operations
+	policy string
+	index  int
 }
 
 func (m *meteredMutation) ForInput(ctx context.Context, va *admission.VersionedAttributes, req *admissionv1.AdmissionRequest, in plugincel.OptionalVariableBindings, ns *corev1.Namespace, budget int64) (plugincel.EvaluationResult, int64, error) {
 	res, remaining, err := m.MutatingEvaluator.ForInput(ctx, va, req, in, ns, budget)
 	ops := 0
-	if l, ok := res.EvalResult.(traits.Lister); ok && m.jsonPatch {
+	if l, ok := res.EvalResult.(traits.Lister); ok { // a JSONPatch mutation's operations (an ApplyConfiguration gives an object)
 		if n, ok := l.Size().(types.Int); ok {
 			ops = int(n)
 		}

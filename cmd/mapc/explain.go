@@ -411,15 +411,21 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 		fmt.Fprintf(w, "%s: %d mutation(s), each computed from the object the one before left:\n", p.Policy, len(p.Mutations))
 		for i, m := range p.Mutations {
 			var steps []string
-			for k, st := range m.Steps {
+			for k := 0; k < len(m.Steps); k++ {
+				st := m.Steps[k]
 				s := st.Mutator
 				if st.Rule != "" {
-					// A policy's rules in one mutation: "Kind/name rules a, b".
-					if k > 0 && m.Steps[k-1].Mutator == st.Mutator && m.Steps[k-1].Rule != "" {
-						steps[len(steps)-1] = strings.Replace(steps[len(steps)-1], " rule ", " rules ", 1) + ", " + st.Rule
-						continue
+					// A policy's rules in one mutation: "Kind/name rule a" or "Kind/name rules a, b".
+					rules := []string{st.Rule}
+					for k+1 < len(m.Steps) && m.Steps[k+1].Mutator == st.Mutator && m.Steps[k+1].Rule != "" {
+						k++
+						rules = append(rules, m.Steps[k].Rule)
 					}
-					s += " rule " + st.Rule
+					if len(rules) == 1 {
+						s += " rule " + rules[0]
+					} else {
+						s += " rules " + strings.Join(rules, ", ")
+					}
 				}
 				if st.Round > 1 {
 					s += fmt.Sprintf(" (round %d)", st.Round)

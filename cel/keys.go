@@ -236,38 +236,5 @@ type NamedExpr struct {
 // transform rebuilds e bottom up, replacing each node by fn of the node with its operands
 // already transformed.
 func transform(e Expr, fn func(Expr) Expr) Expr {
-	all := func(xs []Expr) []Expr {
-		out := make([]Expr, len(xs))
-		for i, x := range xs {
-			out[i] = transform(x, fn)
-		}
-		return out
-	}
-	switch x := e.(type) {
-	case object:
-		e = object{typeName: x.typeName, fields: x.fields, vals: all(x.vals), pre: x.pre}
-	case cond:
-		e = cond{transform(x.c, fn), transform(x.t, fn), transform(x.f, fn)}
-	case binary:
-		e = binary{x.op, transform(x.l, fn), transform(x.r, fn)}
-	case unary:
-		e = unary{x.op, transform(x.x, fn)}
-	case listExpr:
-		e = listExpr{all(x.elems)}
-	case optList:
-		e = optList{all(x.elems), x.opt}
-	case mapExpr:
-		e = mapExpr{all(x.keys), all(x.vals)}
-	case call:
-		var t Expr
-		if x.target != nil {
-			t = transform(x.target, fn)
-		}
-		e = call{t, x.fn, all(x.args)}
-	case index:
-		e = index{transform(x.operand, fn), transform(x.key, fn), x.opt}
-	case field:
-		e = field{transform(x.operand, fn), x.name}
-	}
-	return fn(e)
+	return fn(withOperands(e, func(x Expr) Expr { return transform(x, fn) }))
 }

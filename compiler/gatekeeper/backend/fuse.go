@@ -147,6 +147,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if b.own == 0 {
 			b.match = unionMatch(members)
 		}
+		labels := labelVariables(members)
 		for _, gi := range b.groups {
 			g := groups[gi]
 			for _, m := range g.Mutations {
@@ -169,7 +170,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				if cel.IsEmpty(ops) {
 					continue // it can never write anything
 				}
-				guards[m], opsOf[m] = guard, assumeRequest(m, ops, b.match.Rules)
+				guards[m], opsOf[m] = guard, labels.Replace(assumeRequest(m, ops, b.match.Rules))
 			}
 		}
 		// Each distinct guard becomes a policy variable, evaluated once per expression however
@@ -178,7 +179,13 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if merr != nil {
 			return nil, merr
 		}
-		checker, verr := env.WithVariables(vars)
+		// The label selectors' variables, all declared for checking; only those the
+		// mutations use are written.
+		labelVars, lerr := printVariables(pr, labels.All())
+		if lerr != nil {
+			return nil, &mutationError{members[0], lerr}
+		}
+		checker, verr := env.WithVariables(append(append([]cel.Variable(nil), vars...), labelVars...))
 		if verr != nil {
 			return nil, &mutationError{members[0], verr}
 		}
@@ -204,7 +211,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
 				weight[st.group] += size[st.m]
 				if fz.UnionKey(st.m) != "" {
-					joined[st.m] = unionSize(st, setValues(st.m))
+					joined[st.m] = unionSize(st, setValues(st.m), labels)
 				}
 			}
 		}
@@ -223,9 +230,9 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		var muts []emit.Mutation
 		checked := map[string]bool{}
-		taken := make([]string, len(vars))
-		for i, v := range vars {
-			taken[i] = v.Name
+		var taken []string
+		for _, v := range append(append([]cel.Variable(nil), vars...), labelVars...) {
+			taken = append(taken, v.Name)
 		}
 		keys := cel.NewKeyLists(minKeyLookups, taken)
 		var wholes []cel.Expr
@@ -243,7 +250,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				c.Steps = append(c.Steps, emit.Step{Source: emitSource(s.m.Source), Round: s.round + 1})
 			}
 			contents = append(contents, c)
-			e, parts, err := fusedParts(env, fz, batch, opsOf, b.match.Rules)
+			e, parts, err := fusedParts(env, fz, batch, opsOf, b.match.Rules, labels)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
 			}
@@ -260,14 +267,17 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if len(muts) == 0 {
 			return nil, nil
 		}
+		used, verr := printVariables(pr, labels.Used(wholes...))
+		if verr != nil {
+			return nil, &mutationError{members[0], verr}
+		}
+		vars = append(vars, used...)
 		if kv := keys.Variables(); len(kv) > 0 {
-			for _, v := range kv {
-				printed, err := pr.env.Print(v.Expr)
-				if err != nil {
-					return nil, &mutationError{members[0], err}
-				}
-				vars = append(vars, cel.Variable{Name: v.Name, Expression: printed})
+			printed, err := printVariables(pr, kv)
+			if err != nil {
+				return nil, &mutationError{members[0], err}
 			}
+			vars = append(vars, printed...)
 			if checker, verr = env.WithVariables(vars); verr != nil {
 				return nil, &mutationError{members[0], verr}
 			}
@@ -709,7 +719,7 @@ const maxFusedLength = 40000
 // nodes several of them would create (each once, empty), then every step's operations, all
 // computed from the same object.
 func fusedPatch(env *cel.Env, batch []step) (cel.Expr, error) {
-	e, _, err := fusedParts(env, plan.NewFuser(), batch, nil, nil)
+	e, _, err := fusedParts(env, plan.NewFuser(), batch, nil, nil, nil)
 	return e, err
 }
 
@@ -755,8 +765,9 @@ func sharedCreationOps(env *cel.Env, s step, guardM cel.Expr, assume int, rules 
 
 // fusedParts is fusedPatch, also returning the parts it concatenates. opsOf, if not nil, holds
 // the steps' operations as lower.JSONPatch gives them (reused where no shared node is assumed);
-// rules, if not nil, are the policy's (assumeRequest).
-func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr, rules []ir.Rule) (cel.Expr, []cel.Expr, error) {
+// rules, if not nil, are the policy's (assumeRequest); labels, if not nil, the policy's label
+// selector variables (labelVariables), which every part refers to in place of the tests.
+func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutation]cel.Expr, rules []ir.Rule, labels *cel.Named) (cel.Expr, []cel.Expr, error) {
 	var parts, checkParts []cel.Expr
 	ms := make([]*ir.Mutation, len(batch))
 	guardOf := map[*ir.Mutation]cel.Expr{}
@@ -788,6 +799,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 		if err != nil {
 			return nil, nil, err
 		}
+		pre = labels.Replace(pre)
 		e = pre
 		if !cel.IsEmpty(pre) {
 			parts, checkParts = append(parts, pre), append(checkParts, pre)
@@ -816,6 +828,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 			if err != nil {
 				return nil, nil, err
 			}
+			g = labels.Replace(g)
 			parts, checkParts = append(parts, g), append(checkParts, g)
 			if e == nil {
 				e = g
@@ -843,6 +856,7 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 			}
 			ops = assumeRequest(s.m, ops, rules)
 		}
+		ops = labels.Replace(ops)
 		g := cel.Guarded(s.guard, ops)
 		if !cel.IsEmpty(g) {
 			parts = append(parts, g)
@@ -885,12 +899,12 @@ func fusedParts(env *cel.Env, fz *plan.Fuser, batch []step, opsOf map[*ir.Mutati
 
 // unionSize bounds the length a merge's values add to a union (lower.MergeUnion) of merges into its
 // list: each value, under its condition.
-func unionSize(s step, vals []any) int {
+func unionSize(s step, vals []any, labels *cel.Named) int {
 	l, err := cel.LabelsMatch(s.m.Match.LabelSelector)
 	if err != nil {
 		return math.MaxInt / 2 // not to be joined: the merge's own error comes later
 	}
-	when := cel.And(s.guard, l)
+	when := cel.And(s.guard, labels.Replace(l))
 	each := len("dyn(), ")
 	if when != cel.True {
 		each += cel.Len(when) + len("?( && !()) ? optional.of() : optional.none()")
@@ -1137,6 +1151,40 @@ func guardVariables(pr printer, members []*ir.Mutation, guards map[*ir.Mutation]
 		guards[m] = cel.VarRef(name)
 	}
 	return vars, nil
+}
+
+// labelVariables names the label selector tests of members and of the mutators they complete
+// (cel.Named): labels_1, labels_2, ... in the members' order. (A guard variable is named after a
+// mutator kind, which no label variable's name begins with.) A selector that fails to convert is
+// left out: lowering the mutation reports it.
+func labelVariables(members []*ir.Mutation) *cel.Named {
+	n := cel.NewNamed(nil)
+	add := func(m *ir.Mutation) {
+		if e, err := cel.LabelsMatch(m.Match.LabelSelector); err == nil {
+			// The test reads only the object's labels, which Named accepts.
+			_, _ = n.Add(fmt.Sprintf("labels_%d", n.Len()+1), e)
+		}
+	}
+	for _, m := range members {
+		add(m)
+		for _, c := range m.Completions {
+			add(c.By)
+		}
+	}
+	return n
+}
+
+// printVariables prints named expressions as policy variables.
+func printVariables(pr printer, ns []cel.NamedExpr) ([]cel.Variable, error) {
+	out := make([]cel.Variable, len(ns))
+	for i, v := range ns {
+		printed, err := pr.env.Print(v.Expr)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cel.Variable{Name: v.Name, Expression: printed}
+	}
+	return out, nil
 }
 
 // variableName is a CEL identifier for a mutator's match: kind_name, lower case, other

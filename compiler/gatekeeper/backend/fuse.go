@@ -514,23 +514,7 @@ func schedule(fz *plan.Fuser, seq []step) [][]step {
 		chunks = append(chunks, seq[i:j])
 		i = j
 	}
-	layer := make([]int, len(chunks))
-	byGroup := map[int][]int{}
-	for c, ch := range chunks {
-		g := ch[0].group
-		for _, p := range byGroup[g] {
-			switch {
-			case !allFusable(fz, chunks[p], ch, true):
-				if layer[p] >= layer[c] {
-					layer[c] = layer[p] + 1
-				}
-			case !allFusable(fz, chunks[p], ch, false):
-				// Fusable only after p (appends to one list): never before it.
-				layer[c] = max(layer[c], layer[p])
-			}
-		}
-		byGroup[g] = append(byGroup[g], c)
-	}
+	layer := layers(fz, chunks)
 	order := make([]int, len(chunks))
 	for i := range order {
 		order[i] = i
@@ -541,6 +525,40 @@ func schedule(fz *plan.Fuser, seq []step) [][]step {
 		out[i] = chunks[c]
 	}
 	return out
+}
+
+// layers is the layer of each chunk (see schedule): the highest that an earlier chunk of its
+// group forces, one layer after one it cannot be fused with, or the layer of one it may only
+// follow. The earlier chunks are compared from the highest layer down, and no further once their
+// layer is below the chunk's: those can force none higher.
+func layers(fz *plan.Fuser, chunks [][]step) []int {
+	layer := make([]int, len(chunks))
+	// byLayer holds each group's chunks placed so far, by layer.
+	byLayer := map[int][][]int{}
+	for c, ch := range chunks {
+		g := ch[0].group
+		placed := byLayer[g]
+		for l := len(placed) - 1; l >= layer[c]; l-- {
+			for _, p := range placed[l] {
+				switch {
+				case !allFusable(fz, chunks[p], ch, true):
+					layer[c] = max(layer[c], l+1)
+				case !allFusable(fz, chunks[p], ch, false):
+					// Fusable only after p (appends to one list): never before it.
+					layer[c] = max(layer[c], l)
+				}
+				if layer[c] > l {
+					break
+				}
+			}
+		}
+		for len(placed) <= layer[c] {
+			placed = append(placed, nil)
+		}
+		placed[layer[c]] = append(placed[layer[c]], c)
+		byLayer[g] = placed
+	}
+	return layer
 }
 
 // maxMergedWild bounds the mutations of the policy for every kind that compileFused tries to

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,4 +135,62 @@ func checkPack(t *testing.T, fz *plan.Fuser, path string, chunks [][]step, bins 
 		}
 	}
 	return moved
+}
+
+// TestLayersAsComparingAll: layers, which compares a chunk with the earlier chunks of its group
+// from the highest layer down and stops where none can force a higher one, gives every chunk the
+// layer that comparing it with all of them gives. On the docs examples, the benchmark sets and
+// the golden cases (whose chains force several layers).
+func TestLayersAsComparingAll(t *testing.T) {
+	fz := plan.NewFuser()
+	deepest := 0
+	goldens, err := filepath.Glob("../../../testdata/golden/gatekeeper/*/mutators.yaml")
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no golden cases (%v)", err)
+	}
+	for _, path := range append([]string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/bench/realistic-100/mutators.yaml"}, goldens...) {
+		docs, err := source.ReadPaths([]string{path}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := Compile(docs, route.Options{Layout: route.LayoutFused}).Detail.(*Plan)
+		gis := make([]int, len(out.Groups))
+		for i := range gis {
+			gis[i] = i
+		}
+		seq := sequence(out.Groups, gis, nil)
+		var chunks [][]step
+		for i := 0; i < len(seq); {
+			j := i + 1
+			for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
+				j++
+			}
+			chunks = append(chunks, seq[i:j])
+			i = j
+		}
+		want := make([]int, len(chunks))
+		for c := range chunks {
+			for p := 0; p < c; p++ {
+				if chunks[p][0].group != chunks[c][0].group {
+					continue
+				}
+				switch {
+				case !allFusable(fz, chunks[p], chunks[c], true):
+					want[c] = max(want[c], want[p]+1)
+				case !allFusable(fz, chunks[p], chunks[c], false):
+					want[c] = max(want[c], want[p])
+				}
+			}
+		}
+		got := layers(fz, chunks)
+		for c := range chunks {
+			deepest = max(deepest, want[c])
+			if got[c] != want[c] {
+				t.Errorf("%s: %s (round %d) in layer %d, want %d", path, chunks[c][0].m.Source, chunks[c][0].round, got[c], want[c])
+			}
+		}
+	}
+	if deepest < 2 {
+		t.Errorf("no chunk deeper than layer %d: the comparison above would test little", deepest)
+	}
 }

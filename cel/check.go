@@ -2,6 +2,7 @@ package cel
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -28,6 +29,9 @@ type Env struct {
 	compiler plugincel.Compiler
 	envSet   *environment.EnvSet
 	shapes   shapeCache
+	// bools holds the texts of variable expressions that compiled to bool without reading
+	// other variables (WithVariables).
+	bools shapeCache
 
 	macrosOnce sync.Once
 	macros     []celgo.Macro // the parser's macros, for printing (see astBuilder)
@@ -204,22 +208,29 @@ const maxShapes = 100000
 
 func (c *shapeCache) check(scope string, x Expr, check func(string) error) error {
 	key := scope + "\x00" + Shape(x)
-	c.mu.Lock()
-	hit := c.ok[key]
-	c.mu.Unlock()
-	if hit {
+	if c.has(key) {
 		return nil
 	}
 	if err := check(String(x)); err != nil {
 		return err
 	}
+	c.add(key)
+	return nil
+}
+
+func (c *shapeCache) has(key string) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ok[key]
+}
+
+func (c *shapeCache) add(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.ok == nil || len(c.ok) >= maxShapes {
 		c.ok = map[string]bool{}
 	}
 	c.ok[key] = true
-	c.mu.Unlock()
-	return nil
 }
 
 func (e *Env) check(acc plugincel.ExpressionAccessor) error {
@@ -269,12 +280,24 @@ func (e *Env) WithVariables(vars []Variable) (*Checker, error) {
 	scope := "jsonpatch"
 	types := map[string]string{}
 	for _, v := range vars {
-		res := cc.CompileAndStoreVariable(&mutating.Variable{Name: v.Name, Expression: v.Expression}, opts, environment.NewExpressions)
+		// A boolean variable that reads no other one, compiled before: only its type matters
+		// to the expressions checked with it, and true has that type. (Policies of thousands
+		// of mutators have a guard variable each, and are compiled again when divided.)
+		expr := v.Expression
+		known := !strings.Contains(expr, "variables") && e.bools.has(expr)
+		if known {
+			expr = "true"
+		}
+		res := cc.CompileAndStoreVariable(&mutating.Variable{Name: v.Name, Expression: expr}, opts, environment.NewExpressions)
 		if res.Error != nil {
 			return nil, fmt.Errorf("Kubernetes %s rejects the generated variable %s: %s", e.Version, v.Name, res.Error.Detail)
 		}
-		scope += "\x00" + v.Name + ":" + res.OutputType.String()
-		types[v.Name] = res.OutputType.String()
+		t := res.OutputType.String()
+		if !known && t == "bool" && !strings.Contains(expr, "variables") {
+			e.bools.add(expr)
+		}
+		scope += "\x00" + v.Name + ":" + t
+		types[v.Name] = t
 	}
 	return &Checker{env: e, cc: cc, scope: scope, types: types}, nil
 }

@@ -143,8 +143,12 @@ func (r *reader) spec(p *Policy, spec map[string]any) {
 				r.problem(path, "spec.admission", "false: the policy never runs on admission requests, so there is nothing to translate; remove the policy from the input")
 			}
 		case "webhookConfiguration":
-			if m, _ := v.(map[string]any); len(m["matchConditions"].([]any)) > 0 {
-				r.problem(path, "spec.webhookConfiguration.matchConditions", "not supported yet: the webhook's match conditions are not translated")
+			m, _ := v.(map[string]any)
+			if conds, _ := m["matchConditions"].([]any); len(conds) > 0 {
+				r.problem(path, "spec.webhookConfiguration.matchConditions", "Kyverno runs the policy where they hold, in a webhook of its own, "+
+					"and also without them, in its general webhook, whenever another policy with the same failurePolicy has that webhook called "+
+					"for the resource: what the policy does then depends on the other policies installed, which a MutatingAdmissionPolicy cannot follow; "+
+					"write the conditions as preconditions")
 			}
 		case "background", "validationFailureAction", "validationFailureActionOverrides", "webhookTimeoutSeconds",
 			"emitWarning", "schemaValidation", "mutateExistingOnPolicyUpdate", "generateExisting",

@@ -145,9 +145,7 @@ func (r *reader) spec(p *Policy, spec map[string]any) {
 		case "webhookConfiguration":
 			m, _ := v.(map[string]any)
 			if conds, _ := m["matchConditions"].([]any); len(conds) > 0 {
-				r.problem(path, "spec.webhookConfiguration.matchConditions", "Kyverno runs the policy where they hold, in a webhook of its own, "+
-					"and also without them, in its general webhook, whenever another policy with the same failurePolicy has that webhook called "+
-					"for the resource: what the policy does then depends on the other policies installed, which a MutatingAdmissionPolicy cannot follow; "+
+				r.problem(path, "spec.webhookConfiguration.matchConditions", "not supported yet: Kyverno calls a webhook of the policy's own where they hold, which mapc does not reproduce; "+
 					"write the conditions as preconditions")
 			}
 		case "background", "validationFailureAction", "validationFailureActionOverrides", "webhookTimeoutSeconds",

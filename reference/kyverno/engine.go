@@ -43,8 +43,16 @@
 //   - Defaulting: the patched object is not defaulted as the API server defaults built-in
 //     types after a webhook (mapc's API server side does not default either).
 //
-// Refused rather than approximated: policies with spec.webhookConfiguration.matchConditions (the
-// API server calls a webhook of their own), and verifyImages rules (they reach registries).
+// A ClusterPolicy with spec.webhookConfiguration.matchConditions is left out of the policy cache,
+// as Kyverno's policy cache controller leaves it out, and gets a mutating webhook of its own after
+// the two above (Kyverno's fine-grained webhooks: those of Ignore policies, then those of Fail
+// ones, each in the order of Setup.Policies). The API server calls it for the resources the policy
+// has rules for, where its match conditions hold, evaluated by the API server's own code
+// (k8s.io/apiserver's webhook matchconditions, with the policy's failure policy: an error denies
+// under Fail and skips the webhook under Ignore); its handler runs that policy alone.
+//
+// Refused rather than approximated: a namespaced Policy with match conditions, and verifyImages
+// rules (they reach registries).
 package kyverno
 
 import (
@@ -76,6 +84,7 @@ import (
 	webhookutils "github.com/kyverno/kyverno/pkg/webhooks/utils"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -85,6 +94,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -164,6 +178,9 @@ type Engine struct {
 	nsIndexer cache.Indexer
 	nsLister  corev1listers.NamespaceLister
 	logger    logr.Logger
+	// own are the webhooks of the policies with match conditions, in the order the API server
+	// calls them.
+	own []*ownWebhook
 }
 
 // New builds the engine for the policies and the installation setup describes.
@@ -205,11 +222,64 @@ func New(setup Setup) (*Engine, error) {
 			continue
 		}
 		key, _ := cache.MetaNamespaceKeyFunc(p)
+		if p.GetSpec().CustomWebhookMatchConditions() {
+			own, err := e.ownWebhook(p, key)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", policyName(p), err)
+			}
+			e.own = append(e.own, own)
+			continue
+		}
 		if err := e.pcache.Set(key, p, client.Discovery()); err != nil {
 			return nil, fmt.Errorf("%s: Kyverno's policy cache: %w", policyName(p), err)
 		}
 	}
+	// Kyverno lists the fine-grained webhooks of Ignore policies before those of Fail ones.
+	slices.SortStableFunc(e.own, func(a, b *ownWebhook) int {
+		if a.failurePolicy == b.failurePolicy {
+			return 0
+		}
+		if a.failurePolicy == "ignore" {
+			return -1
+		}
+		return 1
+	})
 	return e, nil
+}
+
+// ownWebhook is the mutating webhook Kyverno installs for a policy with match conditions
+// (pkg/controllers/webhook, newWebhookPerPolicy): its name, its failure policy, the resources it
+// is called for (a cache holding the policy alone) and its match conditions, compiled as the API
+// server compiles a webhook's.
+type ownWebhook struct {
+	name, failurePolicy string
+	policy              kyvernov1.PolicyInterface
+	rules               policycache.Cache
+	matcher             matchconditions.Matcher
+}
+
+func (e *Engine) ownWebhook(p kyvernov1.PolicyInterface, key string) (*ownWebhook, error) {
+	w := &ownWebhook{policy: p, rules: policycache.NewCache(), failurePolicy: "fail"}
+	fp := admissionregistrationv1.Fail
+	if p.GetSpec().GetFailurePolicy(context.Background()) == kyvernov1.Ignore {
+		w.failurePolicy, fp = "ignore", admissionregistrationv1.Ignore
+	}
+	w.name = "mutate.kyverno.svc-" + w.failurePolicy + "-finegrained-" + p.GetName()
+	if err := w.rules.Set(key, p, e.client.Discovery()); err != nil {
+		return nil, fmt.Errorf("Kyverno's policy cache: %w", err)
+	}
+	// As the API server compiles a mutating webhook's conditions (webhook.GetCompiledMatcher).
+	var exprs []plugincel.ExpressionAccessor
+	for _, c := range p.GetSpec().GetMatchConditions() {
+		exprs = append(exprs, &matchconditions.MatchCondition{Name: c.Name, Expression: c.Expression})
+	}
+	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	filter := compiler.CompileCondition(exprs, plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true}, environment.StoredExpressions)
+	for _, err := range filter.CompilationErrors() {
+		return nil, fmt.Errorf("spec.webhookConfiguration.matchConditions: %v", err)
+	}
+	w.matcher = matchconditions.NewMatcher(filter, &fp, "webhook", "admit", w.name)
+	return w, nil
 }
 
 // decodePolicy decodes a ClusterPolicy or Policy with Kyverno's types (v2beta1 has v1's schema)
@@ -236,8 +306,8 @@ func decodePolicy(u *unstructured.Unstructured) (kyvernov1.PolicyInterface, erro
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, p, true); err != nil {
 		return nil, fmt.Errorf("%s: %w", u.GetKind()+"/"+u.GetName(), err)
 	}
-	if p.GetSpec().CustomWebhookMatchConditions() {
-		return nil, fmt.Errorf("%s: spec.webhookConfiguration.matchConditions: the API server calls a webhook of the policy's own; not reproduced by this reference", policyName(p))
+	if p.GetSpec().CustomWebhookMatchConditions() && p.IsNamespaced() {
+		return nil, fmt.Errorf("%s: spec.webhookConfiguration.matchConditions: a namespaced Policy's own webhook is not reproduced by this reference", policyName(p))
 	}
 	if p.GetSpec().HasVerifyImages() {
 		return nil, fmt.Errorf("%s: verifyImages rules reach image registries; not reproduced by this reference", policyName(p))
@@ -390,9 +460,24 @@ func (e *Engine) Admit(ctx context.Context, req Request) (resp Response) {
 				return false, "", err
 			}
 		}
-		w := webhooks[i]
+		var w struct{ name, failurePolicy string }
+		var only kyvernov1.PolicyInterface
+		if i < len(webhooks) {
+			w = webhooks[i]
+		} else {
+			own := e.own[i-len(webhooks)]
+			w.name, w.failurePolicy, only = own.name, own.failurePolicy, own.policy
+			call, err := e.calls(ctx, own, ar.AdmissionRequest, current, req.OldObject, gvk, gvr)
+			if err != nil {
+				// As the API server reports it (generic webhook dispatcher, ShouldCallHook).
+				return false, fmt.Sprintf("failed calling webhook %q: failed to evaluate match conditions: %v", w.name, err), nil
+			}
+			if !call {
+				return false, "", nil
+			}
+		}
 		handler := handlers.AdmissionHandler(func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, start time.Time) handlers.AdmissionResponse {
-			return e.mutate(ctx, logger, request, w.failurePolicy, req.Order, start)
+			return e.mutate(ctx, logger, request, w.failurePolicy, req.Order, only, start)
 		}).WithFilter(e.cfg).WithOperationFilter(admissionv1.Create, admissionv1.Update, admissionv1.Connect)
 		r := handler(ctx, e.logger, ar, time.Now())
 		warnings = append(warnings, r.Warnings...)
@@ -429,9 +514,10 @@ func (e *Engine) Admit(ctx context.Context, req Request) (resp Response) {
 	}
 	// The first pass calls every webhook; with reinvocationPolicy IfNeeded, the API server calls
 	// each once more, in order, when the object changed after its last call.
-	version, seen := 0, make([]int, len(webhooks))
+	n := len(webhooks) + len(e.own)
+	version, seen := 0, make([]int, n)
 	for pass := 0; pass < 2; pass++ {
-		for i := range webhooks {
+		for i := range n {
 			if pass == 1 && seen[i] == version {
 				continue
 			}
@@ -454,16 +540,46 @@ func (e *Engine) Admit(ctx context.Context, req Request) (resp Response) {
 	return Response{Object: current, Warnings: warnings}
 }
 
+// calls: does the API server call own for the request, with the object as it is now? Only for
+// the resources the policy has rules for (the webhook's rules), on CREATE and UPDATE (Kyverno's
+// mutating webhooks' operations), where its match conditions hold.
+func (e *Engine) calls(ctx context.Context, own *ownWebhook, req admissionv1.AdmissionRequest, current, old *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) (bool, error) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return false, nil
+	}
+	if len(own.rules.GetPolicies(policycache.Mutate, gvr, req.SubResource, nil)) == 0 {
+		return false, nil
+	}
+	var obj, oldObj runtime.Object
+	if current != nil {
+		obj = current
+	}
+	if old != nil {
+		oldObj = old
+	}
+	u := &user.DefaultInfo{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups}
+	attrs := admission.NewAttributesRecord(obj, oldObj, gvk, req.Namespace, req.Name, gvr, req.SubResource,
+		admission.Operation(req.Operation), nil, false, u)
+	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: oldObj}
+	res := own.matcher.Match(ctx, va, nil, nil)
+	return res.Matches, res.Error
+}
+
 // mutate is Kyverno's resource handler for the mutating webhook (pkg/webhooks/resource,
-// resourceHandlers.Mutate), with the policies of the cache in the order given.
-func (e *Engine) mutate(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, failurePolicy string, order []string, start time.Time) handlers.AdmissionResponse {
+// resourceHandlers.Mutate), with the policies of the cache in the order given, or only the
+// policy of a fine-grained webhook.
+func (e *Engine) mutate(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, failurePolicy string, order []string, only kyvernov1.PolicyInterface, start time.Time) handlers.AdmissionResponse {
 	var namespace *corev1.Namespace
 	if request.Namespace != "" {
 		namespace, _ = e.nsLister.Get(request.Namespace)
 	}
 	gvr := schema.GroupVersionResource(request.Resource)
+	candidates := e.orderPolicies(e.pcache.GetPolicies(policycache.Mutate, gvr, request.SubResource, namespace), order)
+	if only != nil {
+		candidates = []kyvernov1.PolicyInterface{only} // retrieveAndCategorizePolicies, by the URL's policy
+	}
 	var policies []kyvernov1.PolicyInterface
-	for _, p := range e.orderPolicies(e.pcache.GetPolicies(policycache.Mutate, gvr, request.SubResource, namespace), order) {
+	for _, p := range candidates {
 		// resource.filterPolicies
 		fp := p.GetSpec().GetFailurePolicy(ctx)
 		if failurePolicy == "fail" && fp == kyvernov1.Fail || failurePolicy == "ignore" && fp == kyvernov1.Ignore {

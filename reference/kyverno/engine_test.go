@@ -354,17 +354,42 @@ spec:
 		config:   map[string]string{"resourceFilters": "[Pod,default,*]"},
 		object:   pod,
 	}, {
-		name: "a configMap context entry reads the ConfigMap given (in default when none is named)",
+		name:     "a configMap context entry reads the ConfigMap given (in default when none is named)",
 		policies: []string{teamsRule},
-		cms:    []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\ndata:\n  team: payments\n"},
-		object: pod,
-		want:   edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
+		cms:      []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\ndata:\n  team: payments\n"},
+		object:   pod,
+		want:     edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
 	}, {
-		name: "a missing ConfigMap fails the rule that reads it",
+		name:     "a missing ConfigMap fails the rule that reads it",
 		policies: []string{teamsRule},
-		cms:    []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\n  namespace: platform\ndata:\n  team: payments\n"},
+		cms:      []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\n  namespace: platform\ndata:\n  team: payments\n"},
+		object:   pod,
+		denied:   `failed to get configmap default/teams`,
+	}, {
+		name: "match conditions of its own that hold: its webhook runs the policy",
+		policies: []string{policy("team", "", "webhookConfiguration:\n  matchConditions:\n  - name: web\n    expression: object.metadata.name == 'web'\nrules:\n"+labelRule("team", "team", "payments")),
+			policy("tier", "", "rules:\n"+labelRule("tier", "tier", "front"))},
 		object: pod,
-		denied: `failed to get configmap default/teams`,
+		want:   edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments"; labels(o)["tier"] = "front" }),
+	}, {
+		name: "match conditions of its own that do not hold: only the other policies run",
+		policies: []string{policy("team", "", "webhookConfiguration:\n  matchConditions:\n  - name: web\n    expression: object.metadata.name == 'api'\nrules:\n"+labelRule("team", "team", "payments")),
+			policy("tier", "", "rules:\n"+labelRule("tier", "tier", "front"))},
+		object: pod,
+		want:   edit(t, pod, func(o map[string]any) { labels(o)["tier"] = "front" }),
+	}, {
+		name:     "match conditions that fail, under Fail: the request is denied",
+		policies: []string{policy("team", "", "webhookConfiguration:\n  matchConditions:\n  - name: annotated\n    expression: object.metadata.annotations.owner == 'x'\nrules:\n"+labelRule("team", "team", "payments"))},
+		object:   pod,
+		denied:   "failed to evaluate match conditions",
+	}, {
+		name:     "match conditions that fail, under Ignore: the webhook is skipped",
+		policies: []string{policy("team", "", "failurePolicy: Ignore\nwebhookConfiguration:\n  matchConditions:\n  - name: annotated\n    expression: object.metadata.annotations.owner == 'x'\nrules:\n"+labelRule("team", "team", "payments"))},
+		object:   pod,
+	}, {
+		name:     "match conditions that would fail are not evaluated for a resource the policy has no rule for",
+		policies: []string{policy("team", "", "webhookConfiguration:\n  matchConditions:\n  - name: annotated\n    expression: object.metadata.annotations.owner == 'x'\nrules:\n"+labelRule("team", "team", "payments"))},
+		object:   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -415,7 +440,8 @@ func TestNewRefuses(t *testing.T) {
 		{"not a policy", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", "v1 ConfigMap is not a Kyverno policy"},
 		{"a Policy without a namespace", "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata:\n  name: x\nspec: {}\n", "Policy/x has no namespace"},
 		{"an unknown field", policy("x", "", "rulez: []\n"), "rulez"},
-		{"match conditions of its own", policy("x", "", "webhookConfiguration:\n  matchConditions:\n  - name: a\n    expression: 'true'\nrules:\n"+labelRule("a", "b", "c")), "spec.webhookConfiguration.matchConditions"},
+		{"a Policy with match conditions of its own", policy("x", "default", "webhookConfiguration:\n  matchConditions:\n  - name: a\n    expression: 'true'\nrules:\n"+labelRule("a", "b", "c")), "spec.webhookConfiguration.matchConditions"},
+		{"match conditions that do not compile", policy("x", "", "webhookConfiguration:\n  matchConditions:\n  - name: a\n    expression: 'object.metadata.name + 1'\nrules:\n"+labelRule("a", "b", "c")), "spec.webhookConfiguration.matchConditions"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

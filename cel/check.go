@@ -315,3 +315,26 @@ func (c *Checker) CheckJSONPatch(expr string) error {
 	}
 	return nil
 }
+
+// Identifiers lists the identifiers expr reads (variables of the environment, and a
+// comprehension's own), each once, in order; an expression that does not parse is an error.
+func (e *Env) Identifiers(expr string) ([]string, error) {
+	env, err := e.celEnv()
+	if err != nil {
+		return nil, err
+	}
+	parsed, iss := env.Parse(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	var out []string
+	seen := map[string]bool{}
+	ast.PostOrderVisit(parsed.NativeRep().Expr(), ast.NewExprVisitor(func(x ast.Expr) {
+		// (Macros' accumulators, @result, are the parser's own.)
+		if x.Kind() == ast.IdentKind && !strings.HasPrefix(x.AsIdent(), "@") && !seen[x.AsIdent()] {
+			seen[x.AsIdent()] = true
+			out = append(out, x.AsIdent())
+		}
+	}))
+	return out, nil
+}

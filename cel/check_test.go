@@ -44,3 +44,18 @@ func TestWithVariablesRemembersBooleans(t *testing.T) {
 		}
 	}
 }
+
+func TestIdentifiers(t *testing.T) {
+	env := NewEnv(version.MajorMinor(1, 36))
+	got, err := env.Identifiers(`object.metadata.name == "x" && request.userInfo.groups.exists(g, g == "a") || authorizer.group("").resource("pods").check("get").allowed()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"object", "request", "g", "authorizer"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if _, err := env.Identifiers(`object.(`); err == nil {
+		t.Error("an expression that does not parse gave no error")
+	}
+}

@@ -24,6 +24,17 @@ type Policy struct {
 	Rules []*Rule
 	// ConfigMap is the one ConfigMap the rules' configMap context entries read (nil: none).
 	ConfigMap *ConfigMap
+	// MatchConditions are spec.webhookConfiguration.matchConditions: Kyverno runs the policy in
+	// a webhook of its own, which the API server calls only where they hold.
+	MatchConditions []MatchCondition
+}
+
+// MatchCondition is one of a policy's webhook match conditions, a CEL expression the API server
+// evaluates, as written.
+type MatchCondition struct {
+	Name, Expression string
+	// At is its index in the list, for messages.
+	At int
 }
 
 // ConfigMap is a configMap context entry: the ConfigMap a rule reads under the entry's name.

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/compiler/diag"
@@ -145,8 +146,7 @@ func (r *reader) spec(p *Policy, spec map[string]any) {
 		case "webhookConfiguration":
 			m, _ := v.(map[string]any)
 			if conds, _ := m["matchConditions"].([]any); len(conds) > 0 {
-				r.problem(path, "spec.webhookConfiguration.matchConditions", "not supported yet: Kyverno calls a webhook of the policy's own where they hold, which mapc does not reproduce; "+
-					"write the conditions as preconditions")
+				r.matchConditions(p, conds, append(path, "matchConditions"))
 			}
 		case "background", "validationFailureAction", "validationFailureActionOverrides", "webhookTimeoutSeconds",
 			"emitWarning", "schemaValidation", "mutateExistingOnPolicyUpdate", "generateExisting",
@@ -154,6 +154,46 @@ func (r *reader) spec(p *Policy, spec map[string]any) {
 			// Settings of background processing, validation and reports: nothing for admission mutation.
 		default:
 			r.problem(path, "spec."+k, "unknown field of a Kyverno policy's spec (Kyverno v1.19)")
+		}
+	}
+}
+
+// maxMatchConditions is how many match conditions the API server accepts on one webhook (and
+// on one MutatingAdmissionPolicy).
+const maxMatchConditions = 64
+
+// matchConditions reads spec.webhookConfiguration.matchConditions, checked as the API server
+// checks a webhook's when Kyverno installs it (names, their number); their expressions are
+// compiled with the policy's other expressions.
+func (r *reader) matchConditions(p *Policy, conds []any, path []string) {
+	const field = "spec.webhookConfiguration.matchConditions"
+	if p.Kind == "Policy" {
+		r.problem(path, field, "not supported yet for a namespaced Policy: mapc verify's reference does not reproduce Kyverno's webhook of its own for one; use a ClusterPolicy, or preconditions")
+		return
+	}
+	if len(conds) > maxMatchConditions {
+		r.problem(path, field, "%d conditions: the API server accepts at most %d on one webhook", len(conds), maxMatchConditions)
+		return
+	}
+	seen := map[string]bool{}
+	for i, c := range conds {
+		at := append(append([]string(nil), path...), strconv.Itoa(i))
+		f := fmt.Sprintf("%s[%d]", field, i)
+		m, _ := c.(map[string]any)
+		name, _ := m["name"].(string)
+		expr, _ := m["expression"].(string)
+		switch {
+		case name == "":
+			r.problem(at, f+".name", "a match condition needs a name")
+		case len(validation.IsQualifiedName(name)) > 0:
+			r.problem(at, f+".name", "%q is not a valid name (the API server refuses it): %s", name, strings.Join(validation.IsQualifiedName(name), "; "))
+		case seen[name]:
+			r.problem(at, f+".name", "%q names another condition too: names must be unique", name)
+		case expr == "":
+			r.problem(at, f+".expression", "a match condition needs an expression")
+		default:
+			seen[name] = true
+			p.MatchConditions = append(p.MatchConditions, MatchCondition{Name: name, Expression: expr, At: i})
 		}
 	}
 }

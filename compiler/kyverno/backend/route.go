@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -359,18 +360,60 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		param = &emit.Param{APIVersion: "v1", Kind: "ConfigMap", Name: p.ConfigMap.Name, Namespace: p.ConfigMap.Namespace,
 			NotFound: admissionregistrationv1.DenyAction}
 	}
+	conds, err := matchConditions(env, p)
+	if err != nil {
+		return nil, 0, err
+	}
 	fp := admissionregistrationv1.Fail
 	if p.FailurePolicy == "Ignore" {
 		fp = admissionregistrationv1.Ignore
 	}
 	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
 	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
-		Rules: resourceRules(kinds, resources), Mutations: muts, Param: param}
+		Rules: resourceRules(kinds, resources), Conditions: conds, Mutations: muts, Param: param}
 	pol, err := emit.NewPolicy(spec, eo)
 	if pol != nil {
 		pol.Contents = contents
 	}
 	return pol, mayFail, err
+}
+
+// notInWebhookConditions are the variables of a MutatingAdmissionPolicy's match conditions
+// that a webhook's lack, with why a condition reading one is refused.
+var notInWebhookConditions = map[string]string{
+	"params":          "a webhook's match conditions have no params: the API server refuses Kyverno's webhook",
+	"namespaceObject": "a webhook's match conditions have no namespaceObject: the API server refuses Kyverno's webhook",
+	"variables":       "a webhook's match conditions have no variables: the API server refuses Kyverno's webhook",
+	"authorizer":      "not supported yet: the authorizer's answers depend on the cluster's authorization, which mapc verify does not reproduce",
+}
+
+// matchConditions are the policy's webhook match conditions as the policy's own: the API server
+// evaluates a MutatingAdmissionPolicy's as it evaluates a webhook's (any false: the policy does
+// not run; else any error: the failure policy decides), with the same variables but for those of
+// notInWebhookConditions, which are refused.
+func matchConditions(env *cel.Env, p *kyverno.Policy) ([]emit.Condition, error) {
+	var out []emit.Condition
+	for _, c := range p.MatchConditions {
+		at := []string{"spec", "webhookConfiguration", "matchConditions", strconv.Itoa(c.At), "expression"}
+		refuse := func(format string, args ...any) error {
+			return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(at...), Object: p.Object(),
+				Field: fmt.Sprintf("spec.webhookConfiguration.matchConditions[%d].expression", c.At), Msg: fmt.Sprintf(format, args...)}
+		}
+		ids, err := env.Identifiers(c.Expression)
+		if err != nil {
+			return nil, refuse("%q does not parse: %v", c.Expression, err)
+		}
+		for _, id := range ids {
+			if why, ok := notInWebhookConditions[id]; ok {
+				return nil, refuse("%q reads %s: %s", c.Expression, id, why)
+			}
+		}
+		if err := env.CheckCondition(c.Expression); err != nil {
+			return nil, refuse("%q: %v", c.Expression, err)
+		}
+		out = append(out, emit.Condition{Name: c.Name, Expression: c.Expression})
+	}
+	return out, nil
 }
 
 // gk is a kind a rule applies to, with the version its schema is read in.

@@ -70,7 +70,7 @@ func (n *Named) Replace(e Expr) Expr {
 	if n == nil || len(n.list) == 0 {
 		return e
 	}
-	return rewriteTopDown(e, func(x Expr) (Expr, bool) {
+	out, _ := rewriteTopDown(e, func(x Expr) (Expr, bool) {
 		for _, t := range n.list {
 			if sameRoot(x, t.e) && reflect.DeepEqual(x, t.e) {
 				return VarRef(t.name), true
@@ -78,6 +78,7 @@ func (n *Named) Replace(e Expr) Expr {
 		}
 		return nil, false
 	})
+	return out
 }
 
 // Used is the named expressions that es reference, as variables, in the order they were added.
@@ -190,17 +191,31 @@ func isMacro(fn string) bool {
 }
 
 // rewriteTopDown rebuilds e, replacing a node by fn's result where fn gives one (its operands
-// then left as they are) and going into its operands otherwise.
-func rewriteTopDown(e Expr, fn func(Expr) (Expr, bool)) Expr {
+// then left as they are) and going into its operands otherwise; it reports whether anything was
+// replaced. A subtree where nothing was is e's own, unchanged: the simplifications that compare
+// trees (condList: c ? [] : [] is []) see it as they saw it before.
+func rewriteTopDown(e Expr, fn func(Expr) (Expr, bool)) (Expr, bool) {
 	if r, ok := fn(e); ok {
-		return r
+		return r, true
 	}
-	return withOperands(e, func(x Expr) Expr { return rewriteTopDown(x, fn) })
+	changed := false
+	out := withOperands(e, func(x Expr) Expr {
+		y, c := rewriteTopDown(x, fn)
+		changed = changed || c
+		return y
+	})
+	if !changed {
+		return e, false
+	}
+	return out, true
 }
 
 // withOperands is e with each operand replaced by f of it.
 func withOperands(e Expr, f func(Expr) Expr) Expr {
 	all := func(xs []Expr) []Expr {
+		if xs == nil {
+			return nil // as it was: reflect.DeepEqual tells a nil slice from an empty one
+		}
 		out := make([]Expr, len(xs))
 		for i, x := range xs {
 			out[i] = f(x)

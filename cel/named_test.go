@@ -60,6 +60,14 @@ func TestNamed(t *testing.T) {
 	if s := String(n.Replace(Bin("&&", tier, Ident("x")))); s != "(variables.labels_1_2) && (x)" {
 		t.Errorf("Replace inside a conjunction: %s", s)
 	}
+	// Where nothing is replaced, the tree is the same: an empty list stays one that Guarded
+	// drops (a new, empty but non-nil, slice of elements once made it a part of its own).
+	if g := Guarded(VarRef("m"), n.Replace(List())); !IsEmpty(g) {
+		t.Errorf("a guarded empty list, after Replace: %s", String(g))
+	}
+	if x := Bin("+", List(), Cond(Ident("x"), List(), List(Str("op")))); !reflect.DeepEqual(n.Replace(x), x) {
+		t.Errorf("Replace changed an expression without named parts: %s", String(n.Replace(x)))
+	}
 	var nilNamed *Named
 	if String(nilNamed.Replace(in)) != String(in) {
 		t.Error("a nil Named replaces nothing")

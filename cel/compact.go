@@ -25,7 +25,9 @@ import (
 //     folded into that literal when nothing in between touches the node (foldAdds);
 //   - a conditional creation of a missing node moves forward, past parts that do not touch
 //     the node, into the first part that does when it tests the same condition
-//     (sinkCreations), so that the writes below the node can be folded into the creation.
+//     (sinkCreations), so that the writes below the node can be folded into the creation;
+//   - the appends of later parts to a list where it is missing are written into the list a
+//     part creates there (foldAppends).
 //
 // It descends into branches and into the bodies of transformList(...).flatten() loops.
 
@@ -65,7 +67,7 @@ func Compact(e Expr) Expr { return join(CompactTerms(flatten(e, "+"))) }
 // each group where its first member was, so that every part only moves earlier, and never past a
 // part holding a shared creation.
 func CompactTerms(ts []Expr) []Expr {
-	ts = sinkCreations(ts)
+	ts = sinkCreations(foldAppends(ts))
 	var out []Expr
 	at := map[string]int{} // first condition -> index in out
 	var pres []int         // the indexes in out holding shared creations
@@ -166,6 +168,117 @@ func sinkCreations(ts []Expr) []Expr {
 		}
 	}
 	return ts
+}
+
+// foldAppends writes, into a conditional creation of a missing list,
+//
+//	G ? (T ? [] : [add L []]) : []
+//
+// the appends of later terms to that list where it is missing, each under a condition d that is
+// one of G's disjuncts,
+//
+//	d ? (T ? X : [add L/- v]) : []     becomes     d ? (T ? X : []) : []
+//
+// and the creation becomes G ? (T ? [] : [add L [?(d ? optional.of(v) : optional.none()), ...]]) : [].
+// Every term computes from the same object, so T is the same test everywhere: where the list is
+// missing, the creation ran (d implies G) and each append added its element after it, in the
+// terms' order, which the new list keeps; where it is there, nothing moved. An append moves only
+// past terms whose operations commute with it (disjoint) or that are appends folded here, whose
+// other operations run only where the list is there. A container missing its env and given
+// four variables: one operation instead of five.
+func foldAppends(ts []Expr) []Expr {
+	var out []Expr
+	for i := 0; i < len(ts); i++ {
+		create, test, g, ok := listCreation(ts[i])
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = append([]Expr(nil), ts...) // the caller's slice is not ours to change
+		}
+		_, base, rel, _, _ := readOp(create)
+		disjuncts := map[string]bool{}
+		for _, d := range flatten(g, "||") {
+			disjuncts[String(d)] = true
+		}
+		var elems []Expr
+		folded := map[int]bool{}
+		for j := i + 1; j < len(out); j++ {
+			d, x, v, op, ok := missingAppend(out[j], test, base, rel+"/-")
+			if ok && disjuncts[String(d)] && movesBefore(op, out, i, j, folded) {
+				elems = append(elems, Cond(d, Method(Ident("optional"), "of", Call("dyn", undyn(v))), Method(Ident("optional"), "none")))
+				out[j] = cond{d, cond{test, x, emptyList}, emptyList}
+				folded[j] = true
+			}
+		}
+		if len(elems) == 0 {
+			continue
+		}
+		opt := make([]bool, len(elems))
+		for k := range opt {
+			opt[k] = true
+		}
+		out[i] = cond{g, cond{test, emptyList, List(withValue(create, optList{elems, opt}))}, emptyList}
+	}
+	if out == nil {
+		return ts
+	}
+	return out
+}
+
+// listCreation matches G ? (T ? [] : [add L []]) : [], an "add" of an empty list whose path ends
+// in a static string.
+func listCreation(t Expr) (create, test, g Expr, ok bool) {
+	c, isCond := t.(cond)
+	if !isCond || !isEmpty(c.f) {
+		return nil, nil, nil, false
+	}
+	in, isCond := c.t.(cond)
+	if !isCond || !isEmpty(in.t) {
+		return nil, nil, nil, false
+	}
+	l, isList := in.f.(listExpr)
+	if !isList || len(l.elems) != 1 {
+		return nil, nil, nil, false
+	}
+	op, _, _, value, ok := readOp(l.elems[0])
+	if v, isList := value.(listExpr); !ok || op != "add" || !isList || len(v.elems) != 0 {
+		return nil, nil, nil, false
+	}
+	return l.elems[0], in.c, c.c, true
+}
+
+// missingAppend matches d ? (test ? X : [add base+rel v]) : [], returning d, X, v and the append.
+func missingAppend(t, test Expr, base, rel string) (d, x, v, op Expr, ok bool) {
+	c, isCond := t.(cond)
+	if !isCond || !isEmpty(c.f) {
+		return nil, nil, nil, nil, false
+	}
+	in, isCond := c.t.(cond)
+	if !isCond || String(in.c) != String(test) {
+		return nil, nil, nil, nil, false
+	}
+	l, isList := in.f.(listExpr)
+	if !isList || len(l.elems) != 1 || hasPre(l) {
+		return nil, nil, nil, nil, false
+	}
+	o, b, r, value, ok := readOp(l.elems[0])
+	if !ok || o != "add" || b != base || r != rel {
+		return nil, nil, nil, nil, false
+	}
+	return c.c, in.t, value, l, true
+}
+
+// movesBefore: may op (of ts[j]) move to ts[i], past the terms in between? Each must commute
+// with it, or be an append folded before (folded), whose other operations run only where the
+// list is there.
+func movesBefore(op Expr, ts []Expr, i, j int, folded map[int]bool) bool {
+	for k := i + 1; k < j; k++ {
+		if !folded[k] && !disjoint(op, ts[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // appends lists the paths of the lists e's operations append to ("add" at ".../-"), whether or

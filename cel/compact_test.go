@@ -154,3 +154,51 @@ func TestDisjoint(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldAppends: the appends to a list where it is missing go into the list a creation adds
+// there, under their own conditions and in order; not an append under a condition the
+// creation's does not cover, one past a term that touches the list, one under another test, nor
+// one to another list.
+func TestFoldAppends(t *testing.T) {
+	g1, g2, g3, y := VarRef("g1"), VarRef("g2"), VarRef("g3"), Ident("y")
+	env := Pointer{[]Expr{strLit{"/spec/containers"}}}.Index(Ident("i")).appendStatic("/env")
+	present := Bin("!=", OptIndex(Ident("e"), Str("env")), Null())
+	creation := Cond(Or(g1, g2), Cond(present, emptyList, List(preOpOf(env, true))), emptyList)
+	appendOf := func(g Expr, list Pointer, name string) Expr {
+		a := List(patchOp("add", list.appendStatic("/-"), Map([]Expr{Str("name")}, []Expr{Str(name)})))
+		return Cond(g, Cond(present, List(patchOp("add", list.appendStatic("/0/value"), Str("v"))), a), emptyList)
+	}
+	other := Pointer{[]Expr{strLit{"/spec/containers"}}}.Index(Ident("i")).appendStatic("/args")
+	cases := []struct {
+		name string
+		in   []Expr
+		want []string // the terms, printed
+	}{
+		{"two appends, in order, past an unrelated term", []Expr{creation, appendOf(g2, env, "A"), Cond(y, List(addOp("/metadata/x", Str("1"))), emptyList), appendOf(g1, env, "B")}, []string{
+			`((variables.g1) || (variables.g2)) ? (((e[?"env"]) != (null)) ? ([]) : ([JSONPatch{op: "add", path: (("/spec/containers/") + (string(i))) + ("/env"), value: [?(variables.g2) ? (optional.of(dyn({"name": "A"}))) : (optional.none()), ?(variables.g1) ? (optional.of(dyn({"name": "B"}))) : (optional.none())]}])) : ([])`,
+			`(variables.g2) ? (((e[?"env"]) != (null)) ? ([JSONPatch{op: "add", path: (("/spec/containers/") + (string(i))) + ("/env/0/value"), value: "v"}]) : ([])) : ([])`,
+			`(y) ? ([JSONPatch{op: "add", path: "/metadata/x", value: "1"}]) : ([])`,
+			`(variables.g1) ? (((e[?"env"]) != (null)) ? ([JSONPatch{op: "add", path: (("/spec/containers/") + (string(i))) + ("/env/0/value"), value: "v"}]) : ([])) : ([])`,
+		}},
+		{"not under a condition the creation does not cover", []Expr{creation, appendOf(g3, env, "A")}, nil},
+		{"not past a term that touches the list", []Expr{creation, Cond(y, List(patchOp("add", env.appendStatic("/-"), Str("x"))), emptyList), appendOf(g1, env, "A")}, nil},
+		{"not under another test", []Expr{creation, Cond(g1, Cond(y, emptyList, List(patchOp("add", env.appendStatic("/-"), Str("x")))), emptyList)}, nil},
+		{"not to another list", []Expr{creation, appendOf(g1, other, "A")}, nil},
+	}
+	for _, tc := range cases {
+		got := foldAppends(tc.in)
+		want := tc.want
+		if want == nil { // unchanged
+			for _, x := range tc.in {
+				want = append(want, String(x))
+			}
+		}
+		var printed []string
+		for _, x := range got {
+			printed = append(printed, String(x))
+		}
+		if strings.Join(printed, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, strings.Join(printed, "\n     "), strings.Join(want, "\n     "))
+		}
+	}
+}

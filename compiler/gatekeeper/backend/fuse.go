@@ -510,15 +510,7 @@ func sequence(groups []*plan.Group, gis []int, guards map[*ir.Mutation]cel.Expr)
 // that do not commute keeps its order, so the sequence computes what seq does; steps of different groups
 // never interact (plan.Plan), and only a group's own chunks are compared.
 func schedule(fz *plan.Fuser, seq []step) [][]step {
-	var chunks [][]step
-	for i := 0; i < len(seq); {
-		j := i + 1
-		for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
-			j++
-		}
-		chunks = append(chunks, seq[i:j])
-		i = j
-	}
+	chunks := chunksOf(seq)
 	layer := layers(fz, chunks)
 	order := make([]int, len(chunks))
 	for i := range order {
@@ -530,6 +522,20 @@ func schedule(fz *plan.Fuser, seq []step) [][]step {
 		out[i] = chunks[c]
 	}
 	return out
+}
+
+// chunksOf splits seq into its chunks: one step, or the steps of one coupled unit.
+func chunksOf(seq []step) [][]step {
+	var chunks [][]step
+	for i := 0; i < len(seq); {
+		j := i + 1
+		for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
+			j++
+		}
+		chunks = append(chunks, seq[i:j])
+		i = j
+	}
+	return chunks
 }
 
 // layers is the layer of each chunk (see schedule): the highest that an earlier chunk of its

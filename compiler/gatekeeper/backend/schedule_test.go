@@ -10,6 +10,21 @@ import (
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
+// sequenceOf is the steps of all the groups of the mutators at path, fused, in Gatekeeper's order.
+func sequenceOf(t *testing.T, path string) []step {
+	t.Helper()
+	docs, err := source.ReadPaths([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Compile(docs, route.Options{Layout: route.LayoutFused}).Detail.(*Plan)
+	gis := make([]int, len(out.Groups))
+	for i := range gis {
+		gis[i] = i
+	}
+	return sequence(out.Groups, gis, nil)
+}
+
 // TestScheduleKeepsDependentOrder: schedule may move steps, but never one past a step it does
 // not commute with, and it keeps every step exactly once and every
 // coupled unit together. Checked on the groups of the docs examples (one of eleven mutators in
@@ -17,16 +32,7 @@ import (
 func TestScheduleKeepsDependentOrder(t *testing.T) {
 	fz := plan.NewFuser()
 	for _, path := range []string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-20/mutators.yaml", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/bench/realistic-100/mutators.yaml", "../../../testdata/golden/gatekeeper/fused-reordered-chains/mutators.yaml"} {
-		docs, err := source.ReadPaths([]string{path}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := Compile(docs, route.Options{Layout: route.LayoutFused}).Detail.(*Plan)
-		gis := make([]int, len(out.Groups))
-		for i := range gis {
-			gis[i] = i
-		}
-		seq := sequence(out.Groups, gis, nil)
+		seq := sequenceOf(t, path)
 		chunks := schedule(fz, seq)
 		pos := map[[2]any]int{} // (mutation, round) -> position in the schedule
 		n := 0
@@ -73,16 +79,7 @@ func TestPackKeepsDependentOrder(t *testing.T) {
 	fz := plan.NewFuser()
 	moved := 0
 	for _, path := range []string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/bench/realistic-100/mutators.yaml", "../../../testdata/golden/gatekeeper/fused-reordered-chains/mutators.yaml"} {
-		docs, err := source.ReadPaths([]string{path}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := Compile(docs, route.Options{Layout: route.LayoutFused}).Detail.(*Plan)
-		gis := make([]int, len(out.Groups))
-		for i := range gis {
-			gis[i] = i
-		}
-		chunks := schedule(fz, sequence(out.Groups, gis, nil))
+		chunks := schedule(fz, sequenceOf(t, path))
 		for _, size := range []func(c, _ []step) int{
 			func(c, _ []step) int { return 0 },
 			func(c, _ []step) int { return len(c) * maxFusedLength / 10 }, // at most ten steps a mutation
@@ -149,25 +146,7 @@ func TestLayersAsComparingAll(t *testing.T) {
 		t.Fatalf("no golden cases (%v)", err)
 	}
 	for _, path := range append([]string{"../../../examples/gatekeeper", "../../../testdata/bench/realistic-50/mutators.yaml", "../../../testdata/bench/realistic-100/mutators.yaml"}, goldens...) {
-		docs, err := source.ReadPaths([]string{path}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := Compile(docs, route.Options{Layout: route.LayoutFused}).Detail.(*Plan)
-		gis := make([]int, len(out.Groups))
-		for i := range gis {
-			gis[i] = i
-		}
-		seq := sequence(out.Groups, gis, nil)
-		var chunks [][]step
-		for i := 0; i < len(seq); {
-			j := i + 1
-			for seq[i].unit != 0 && j < len(seq) && seq[j].unit == seq[i].unit {
-				j++
-			}
-			chunks = append(chunks, seq[i:j])
-			i = j
-		}
+		chunks := chunksOf(sequenceOf(t, path))
 		want := make([]int, len(chunks))
 		for c := range chunks {
 			for p := 0; p < c; p++ {

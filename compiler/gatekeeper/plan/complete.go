@@ -175,10 +175,8 @@ func completions(f *ir.Mutation, e int, lit map[string]any, ops, conds []*ir.Mut
 	return by, ok
 }
 
-// valueOrImage is the constant the mutation writes at its location when it is missing: an
-// Assign's value, or an AssignImage's reference built from nothing (nil when none).
-func (f *footprint) valueOrImage() any { return valueOrImageOf(f.m) }
-
+// valueOrImageOf is the constant m writes at its location when it is missing: an Assign's
+// value, or an AssignImage's reference built from nothing (nil when none).
 func valueOrImageOf(m *ir.Mutation) any {
 	switch op := m.Op.(type) {
 	case ir.SetValue:

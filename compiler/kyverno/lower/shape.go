@@ -51,14 +51,6 @@ func ObjectShape(kinds ...Kind) Shape {
 	return s
 }
 
-// shapeOf is the shape of one schema (nil: unknown).
-func shapeOf(rs *openapi.ResourceSchema) Shape {
-	if rs == nil || rs.Schema == nil {
-		return Shape{}
-	}
-	return Shape{at: []*openapi.ResourceSchema{rs}}
-}
-
 // types is the union of the types the schemas allow here.
 func (s Shape) types() types {
 	if len(s.at) == 0 {

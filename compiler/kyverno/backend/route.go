@@ -381,10 +381,10 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 // notInWebhookConditions are the variables of a MutatingAdmissionPolicy's match conditions
 // that a webhook's lack, with why a condition reading one is refused.
 var notInWebhookConditions = map[string]string{
-	"params":          "a webhook's match conditions have no params: the API server refuses Kyverno's webhook",
-	"namespaceObject": "a webhook's match conditions have no namespaceObject: the API server refuses Kyverno's webhook",
-	"variables":       "a webhook's match conditions have no variables: the API server refuses Kyverno's webhook",
-	"authorizer":      "not supported yet: the authorizer's answers depend on the cluster's authorization, which mapc verify does not reproduce",
+	"params":          "a webhook's match conditions have no params, so the API server refuses Kyverno's webhook and the policy never runs; remove the condition, or read the value in preconditions",
+	"namespaceObject": "a webhook's match conditions have no namespaceObject, so the API server refuses Kyverno's webhook and the policy never runs; test the namespace with a namespaceSelector in match or exclude",
+	"variables":       "a webhook's match conditions have no variables, so the API server refuses Kyverno's webhook and the policy never runs; write the expression out in the condition",
+	"authorizer":      "not supported yet: the authorizer's answers depend on the cluster's authorization, which mapc verify cannot reproduce to check the translation; keep this policy on Kyverno, or drop the condition",
 }
 
 // matchConditions are the policy's webhook match conditions as the policy's own: the API server

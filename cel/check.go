@@ -193,7 +193,8 @@ func (e *Env) CheckConditionExpr(x Expr) error {
 
 // shapeCache remembers the shapes of expressions that compiled (never failures: an error is
 // always reported for the expression at hand). Type-checking is most of the compiler's time, and
-// generated policies repeat a few shapes with different strings (names, keys, values).
+// generated policies repeat a few shapes with different strings (names, keys, values). Env.bools
+// keys it by variable texts instead (has, add).
 type shapeCache struct {
 	mu sync.Mutex
 	ok map[string]bool

@@ -456,6 +456,8 @@ func eachChild(e Expr, fn func(Expr) bool) bool {
 		return visit(x.elems...)
 	case mapExpr:
 		return visit(x.vals...)
+	case optMap:
+		return visit(x.vals...)
 	case call:
 		return visit(x.target) && visit(x.args...)
 	case index:

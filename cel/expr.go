@@ -497,7 +497,7 @@ func (o object) write(b *writer) {
 
 func writeOperand(b *writer, e Expr) {
 	switch e.(type) {
-	case lit, ident, index, field, call, listExpr, optList, mapExpr, object:
+	case lit, ident, index, field, call, listExpr, optList, mapExpr, optMap, object:
 		e.write(b)
 	default:
 		b.WriteByte('(')

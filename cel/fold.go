@@ -89,6 +89,8 @@ func rewrite(e Expr, atom func(binary) Expr) Expr {
 		return optList{rewriteAll(x.elems, atom), x.opt}
 	case mapExpr:
 		return mapExpr{rewriteAll(x.keys, atom), rewriteAll(x.vals, atom)}
+	case optMap:
+		return optMap{rewriteAll(x.keys, atom), rewriteAll(x.vals, atom), x.opt}
 	case object:
 		return object{typeName: x.typeName, fields: x.fields, vals: rewriteAll(x.vals, atom), pre: x.pre}
 	}

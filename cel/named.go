@@ -237,6 +237,8 @@ func withOperands(e Expr, f func(Expr) Expr) Expr {
 		return optList{all(x.elems), x.opt}
 	case mapExpr:
 		return mapExpr{all(x.keys), all(x.vals)}
+	case optMap:
+		return optMap{all(x.keys), all(x.vals), x.opt}
 	case call:
 		var t Expr
 		if x.target != nil {

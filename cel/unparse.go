@@ -156,20 +156,9 @@ func (b *astBuilder) build(e Expr) (ast.Expr, error) {
 		}
 		return b.fac.NewList(b.next(), elems, opt), nil
 	case mapExpr:
-		entries := make([]ast.EntryExpr, len(x.keys))
-		for i := range x.keys {
-			id := b.next()
-			k, err := b.build(x.keys[i])
-			if err != nil {
-				return nil, err
-			}
-			v, err := b.build(x.vals[i])
-			if err != nil {
-				return nil, err
-			}
-			entries[i] = b.fac.NewMapEntry(id, k, v, false)
-		}
-		return b.fac.NewMap(b.next(), entries), nil
+		return b.mapOf(x.keys, x.vals, nil)
+	case optMap:
+		return b.mapOf(x.keys, x.vals, x.opt)
 	case object:
 		fields := make([]ast.EntryExpr, len(x.fields))
 		for i := range x.fields {
@@ -222,4 +211,22 @@ func literalValue(text string) (ref.Val, error) {
 		return nil, fmt.Errorf("unknown literal %s", text)
 	}
 	return types.Double(f), nil
+}
+
+// mapOf builds a map literal; entries whose opt is set have optional values.
+func (b *astBuilder) mapOf(keys, vals []Expr, opt []bool) (ast.Expr, error) {
+	entries := make([]ast.EntryExpr, len(keys))
+	for i := range keys {
+		id := b.next()
+		k, err := b.build(keys[i])
+		if err != nil {
+			return nil, err
+		}
+		v, err := b.build(vals[i])
+		if err != nil {
+			return nil, err
+		}
+		entries[i] = b.fac.NewMapEntry(id, k, v, opt != nil && opt[i])
+	}
+	return b.fac.NewMap(b.next(), entries), nil
 }

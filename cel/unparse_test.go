@@ -28,6 +28,8 @@ func TestPrintMatchesParser(t *testing.T) {
 			[]Expr{Str("add"), Bin("+", Str("/spec/containers/"), Call("string", Ident("i"))), Map([]Expr{Str("k")}, []Expr{Double(1e21)})}))),
 		Cond(long, Cond(long, Int(1), Int(2)), Cond(Bool(true), Int(3), Int(4))),
 		Index(Method(c, "map", e, Index(e, Str("name"))), Int(0)),
+		Object("Object", []string{"metadata"}, []Expr{Object("Object.metadata", []string{"labels"}, []Expr{
+			OptMap([]Expr{Str("a"), Str("b")}, []Expr{Cond(long, Method(Ident("optional"), "of", Str("x")), Method(Ident("optional"), "none")), Str("y")}, []bool{true, false})})}),
 	}
 	for _, x := range cases {
 		got, err := env.Print(x)

@@ -443,7 +443,11 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 				fmt.Fprintf(w, "    %s\n", l)
 			}
 			if m.Patch != "" {
-				fmt.Fprintf(w, "    a %s for %s\n", m.PatchType, m.Patch)
+				article := "a"
+				if strings.HasPrefix(m.PatchType, "A") {
+					article = "an"
+				}
+				fmt.Fprintf(w, "    %s %s for %s\n", article, m.PatchType, m.Patch)
 			}
 		}
 	}

@@ -232,6 +232,8 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 			mayFail++ // a variable without a value fails the rule
 		}
 		var ops cel.Expr
+		var apply cel.Expr // the rule as an ApplyConfiguration, where one gives Kyverno's result
+		noApply := ""
 		var vars []cel.Expr
 		var entries []cel.Expr // a foreach's entries after the first, each a mutation of its own
 		switch {
@@ -245,6 +247,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
+			apply, noApply = applyConfiguration(patch.(map[string]any), rk)
 		case r.ForEach != nil:
 			all, err := forEach(r, rk)
 			if err != nil {
@@ -290,13 +293,20 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if len(vars) > 0 {
 			mayFail++ // a variable without a value fails the rule
 			ops = cel.Guarded(lower.Resolved(vars), ops)
+			if apply != nil {
+				apply = cel.GuardedObject(lower.Resolved(vars), apply)
+			}
 		}
-		for _, ops := range append([]cel.Expr{ops}, entries...) {
+		for n, ops := range append([]cel.Expr{ops}, entries...) {
 			e := cel.Guarded(guard, cel.Guarded(pre, ops))
 			if cel.IsEmpty(e) {
 				continue
 			}
-			rules = append(rules, emitted{rk, mayFail > failing, e, r})
+			em := emitted{kinds: rk, mayFail: mayFail > failing, e: e, rule: r, noApply: noApply}
+			if n == 0 && apply != nil {
+				em.apply = cel.GuardedObject(guard, cel.GuardedObject(pre, apply))
+			}
+			rules = append(rules, em)
 		}
 	}
 	for _, step := range steps(rules) {
@@ -304,7 +314,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if len(parts) == 0 {
 			continue // no rule of the step can change an object of its kinds
 		}
-		s, err := env.Print(e)
+		patchType := admissionregistrationv1.PatchTypeJSONPatch
 		// The parts (each rule's operations, lists of JSONPatch; the whole chooses one by the
 		// request's kind) are checked one by one: cel-go's checker takes time quadratic in
 		// the number of generic calls of one expression. Tests check the whole too.
@@ -312,6 +322,14 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if p.ConfigMap != nil {
 			check = env.CheckJSONPatchWithParamsExpr
 		}
+		if a, aparts := step.applyExpr(); a != nil {
+			e, parts, patchType = a, aparts, admissionregistrationv1.PatchTypeApplyConfiguration
+			check = env.CheckApplyConfigurationExpr
+			if p.ConfigMap != nil {
+				check = env.CheckApplyConfigurationWithParamsExpr
+			}
+		}
+		s, err := env.Print(e)
 		for _, part := range parts {
 			if err == nil {
 				err = check(part)
@@ -323,14 +341,18 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if err != nil {
 			// Name the rule whose operations do not check.
 			for _, m := range step {
-				if err1 := check(m.e); err1 != nil {
+				me := m.e
+				if patchType == admissionregistrationv1.PatchTypeApplyConfiguration {
+					me = m.apply
+				}
+				if err1 := check(me); err1 != nil {
 					return nil, 0, problem(p, m.rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err1))
 				}
 			}
 			return nil, 0, problem(p, step[0].rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
 		}
-		muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
-		contents = append(contents, step.contents(p, len(contents)))
+		muts = append(muts, emit.Mutation{PatchType: patchType, Expression: s})
+		contents = append(contents, step.contents(p, len(contents), patchType))
 	}
 	if len(muts) == 0 {
 		return nil, mayFail, nil
@@ -553,10 +575,39 @@ func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
 	})
 }
 
+// applyConfiguration is the patch as an ApplyConfiguration for each kind the rule applies to,
+// where the API server's apply merge gives Kyverno's result for every one of them (lower.Apply);
+// otherwise nil and why not. Custom resources are left to the JSONPatch: their schema, not
+// Kubernetes', decides how an apply merges.
+func applyConfiguration(patch map[string]any, kinds []gk) (cel.Expr, string) {
+	why := ""
+	e, err := perKindOr(kinds, cel.EmptyObject(), func(apiVersion, kind string) (cel.Expr, string, error) {
+		gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+		if !clientgoscheme.Scheme.Recognizes(gvk) {
+			return nil, "", fmt.Errorf("%s is a custom resource", kind)
+		}
+		a, no := lower.Apply(apiVersion, kind, patch)
+		if a == nil {
+			return nil, "", errors.New(no)
+		}
+		return a, "", nil
+	})
+	if err != nil {
+		why = err.Error()
+		return nil, why
+	}
+	return e, ""
+}
+
 // perKind lowers with lowerKind for each kind; kinds that give the same operations share them,
 // the others are told apart by the request's kind.
 // lowerKind gives the kind's operations and an id ("" for none) that kinds lowered alike share.
 func perKind(kinds []gk, lowerKind func(apiVersion, kind string) (cel.Expr, string, error)) (cel.Expr, error) {
+	return perKindOr(kinds, cel.List(), lowerKind)
+}
+
+// perKindOr is perKind for expressions that are none where nothing changes.
+func perKindOr(kinds []gk, none cel.Expr, lowerKind func(apiVersion, kind string) (cel.Expr, string, error)) (cel.Expr, error) {
 	type variant struct {
 		e     cel.Expr
 		kinds []gk
@@ -589,7 +640,7 @@ func perKind(kinds []gk, lowerKind func(apiVersion, kind string) (cel.Expr, stri
 	if len(vs) == 1 {
 		return vs[0].e, nil
 	}
-	var out cel.Expr = cel.List()
+	out := none
 	for i := len(vs) - 1; i >= 0; i-- {
 		var is []cel.Expr
 		for _, k := range vs[i].kinds {
@@ -704,12 +755,16 @@ func overlap(a, b []gk) bool {
 	return false
 }
 
-// emitted is one rule's operations: the kinds it applies to, whether it can fail.
+// emitted is one rule's operations: the kinds it applies to, whether it can fail; e is a list
+// of JSONPatch operations, apply the same as an ApplyConfiguration (nil where none gives
+// Kyverno's result, and noApply says why).
 type emitted struct {
 	kinds   []gk
 	mayFail bool
 	e       cel.Expr
 	rule    *kyverno.Rule
+	apply   cel.Expr
+	noApply string
 }
 
 // step is one mutation: rules for disjoint kinds, at most one of which runs on an object, each
@@ -761,15 +816,25 @@ func steps(rules []emitted) []step {
 }
 
 // contents says which rules mutation i (the step) runs, why it is not part of the mutation
-// before, and why it is a JSONPatch (for explain).
-func (st step) contents(p *kyverno.Policy, i int) emit.Contents {
+// before, and why it is of patch type pt (for explain).
+func (st step) contents(p *kyverno.Policy, i int, pt admissionregistrationv1.PatchType) emit.Contents {
 	var c emit.Contents
 	src := emit.Source{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
 	var whys []string
 	seen := map[string]bool{}
 	for _, m := range st {
 		c.Steps = append(c.Steps, emit.Step{Source: src, Round: 1, Rule: m.rule.Name})
-		why := patchWhy(m.rule)
+		why := applyWhy
+		if pt != admissionregistrationv1.PatchTypeApplyConfiguration {
+			why = patchWhy(m)
+		}
+		// The first rule's detail for each reason (autogen's rules repeat their Pod rule's).
+		if general, _, ok := strings.Cut(why, " ("+detailMark); ok {
+			if seen[general] {
+				continue
+			}
+			seen[general] = true
+		}
 		if !seen[why] {
 			seen[why] = true
 			whys = append(whys, why)
@@ -782,11 +847,20 @@ func (st step) contents(p *kyverno.Policy, i int) emit.Contents {
 	return c
 }
 
+// detailMark starts the part of a reason that names the field of one rule.
+const detailMark = "here "
+
+// applyWhy says why a mutation is an ApplyConfiguration.
+const applyWhy = "labels and annotations, which the API server's apply merges key by key as Kyverno's merge does (an add anchor's entry only where the object lacks the key)"
+
 // patchWhy says why a rule's operations are a JSONPatch rather than an ApplyConfiguration.
-func patchWhy(r *kyverno.Rule) string {
+func patchWhy(m member) string {
+	r := m.rule
 	switch {
+	case r.StrategicMerge != nil && m.apply != nil:
+		return "patchStrategicMerge of labels and annotations, in one mutation with rules for other kinds that need a JSONPatch"
 	case r.StrategicMerge != nil:
-		return "patchStrategicMerge as Kyverno's merge gives it (new keyed list items first, lists without merge keys in its schema replaced whole, anchors decided on the object), which the API server's apply merge (new items last, its own schema, no conditions) does not"
+		return "patchStrategicMerge as Kyverno's merge gives it (new keyed list items first, lists without merge keys in its schema replaced whole, anchors decided on the object), which the API server's apply merge (new items last, its own schema, no conditions) gives only for labels and annotations (" + detailMark + m.noApply + ")"
 	case r.ForEach != nil:
 		return "foreach: each element patched in Kyverno's order, at its index"
 	}
@@ -796,10 +870,26 @@ func patchWhy(r *kyverno.Rule) string {
 // expr is the step's operations: each rule's, for the kinds it runs for in this step; and the
 // parts it chooses from by the request's kind (the rules' operations that are not empty lists).
 func (st step) expr() (cel.Expr, []cel.Expr) {
-	if len(st) == 1 && len(st[0].kinds) == len(st[0].emitted.kinds) {
-		return st[0].e, []cel.Expr{st[0].e}
+	return st.choose(func(m member) cel.Expr { return m.e }, cel.List(), cel.IsEmpty)
+}
+
+// applyExpr is expr for an ApplyConfiguration: nil when a rule of the step has none.
+func (st step) applyExpr() (cel.Expr, []cel.Expr) {
+	for _, m := range st {
+		if m.apply == nil {
+			return nil, nil
+		}
 	}
-	var out cel.Expr = cel.List()
+	return st.choose(func(m member) cel.Expr { return m.apply }, cel.EmptyObject(), cel.IsEmptyObject)
+}
+
+// choose is the expression that gives, for each kind, what of gives for the rule that runs for
+// it (none for other kinds), and the rules' parts that are not empty.
+func (st step) choose(of func(member) cel.Expr, none cel.Expr, empty func(cel.Expr) bool) (cel.Expr, []cel.Expr) {
+	if len(st) == 1 && len(st[0].kinds) == len(st[0].emitted.kinds) {
+		return of(st[0]), []cel.Expr{of(st[0])}
+	}
+	out := none
 	var parts []cel.Expr
 	for i := len(st) - 1; i >= 0; i-- {
 		var is []cel.Expr
@@ -807,8 +897,8 @@ func (st step) expr() (cel.Expr, []cel.Expr) {
 			kind := cel.Field(cel.Ident("request"), "kind")
 			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
 		}
-		e := assumeKinds(st[i].e, st[i].kinds)
-		if !cel.IsEmpty(e) {
+		e := assumeKinds(of(st[i]), st[i].kinds)
+		if !empty(e) {
 			parts = append(parts, e)
 		}
 		out = cel.CondList(cel.Or(is...), e, out)

@@ -90,7 +90,20 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := compiler.Compile(docs, compiler.Options{KubernetesVersion: kv, Layout: layout})
+	// kyverno-config.yaml: Kyverno's ConfigMap as installed, given to both sides.
+	opts := compiler.Options{KubernetesVersion: kv, Layout: layout}
+	var kyvernoConfig map[string]string
+	if data, err := os.ReadFile(filepath.Join(dir, "kyverno-config.yaml")); err == nil {
+		cdocs, err := source.Parse("kyverno-config.yaml", data)
+		if err != nil || len(cdocs) != 1 {
+			t.Fatalf("kyverno-config.yaml: %v (%d documents)", err, len(cdocs))
+		}
+		opts.KyvernoConfig = cdocs[0]
+		kyvernoConfig, _, _ = unstructured.NestedStringMap(cdocs[0].Object.Object, "data")
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	out := compiler.Compile(docs, opts)
 	var problems []string
 	for _, p := range out.Problems {
 		problems = append(problems, p.Error())
@@ -167,7 +180,7 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 		if err != nil {
 			t.Fatal(err)
 		}
-		kref, err := verify.NewKyvernoReference(engine, pols, params)
+		kref, err := verify.NewKyvernoReferenceWithConfig(engine, pols, params, kyvernoConfig)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,6 +43,9 @@ type testCase struct {
 	// repeat runs the case this many times per layout (default 1): each binding of the policies
 	// lets the API server draw a new order for them.
 	repeat int
+	// kyvernoConfig is Kyverno's ConfigMap as installed (nil: its defaults), for the compiler and
+	// Kyverno's engine.
+	kyvernoConfig *source.Document
 }
 
 // engineEvaluator names the in-process evaluator in reports.
@@ -131,7 +134,7 @@ func runCase(t *testing.T, c *cluster, tc testCase) {
 	var first []byte
 	for _, layout := range layouts {
 		t.Run(string(layout), func(t *testing.T) {
-			out := compiler.Compile(tc.mutators, compiler.Options{KubernetesVersion: kv, Layout: layout})
+			out := compiler.Compile(tc.mutators, compiler.Options{KubernetesVersion: kv, Layout: layout, KyvernoConfig: tc.kyvernoConfig})
 			if len(out.Problems) > 0 {
 				var msgs []string
 				for _, p := range out.Problems {
@@ -183,7 +186,11 @@ func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv
 		}
 	}
 	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}, updateLabel: tc.updateLabel}
-	if r.ref, err = lang.newReference(mutators); err != nil {
+	var kyvernoConfig map[string]string
+	if tc.kyvernoConfig != nil {
+		kyvernoConfig, _, _ = unstructured.NestedStringMap(tc.kyvernoConfig.Object.Object, "data")
+	}
+	if r.ref, err = lang.newReference(mutators, kyvernoConfig); err != nil {
 		t.Fatalf("%s's engine: %v", lang.name, err)
 	}
 	defer r.ref.close()

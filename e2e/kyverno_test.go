@@ -65,6 +65,14 @@ func TestKyverno(t *testing.T) {
 				t.Skip("params.yaml: ConfigMap params are not created in the cluster by this test")
 			}
 			policies := readMutators(t, filepath.Join(dir, "mutators.yaml"))
+			var kyvernoConfig *source.Document
+			if _, err := os.Stat(filepath.Join(dir, "kyverno-config.yaml")); err == nil {
+				docs := readMutators(t, filepath.Join(dir, "kyverno-config.yaml"))
+				if len(docs) != 1 {
+					t.Fatalf("kyverno-config.yaml: %d documents", len(docs))
+				}
+				kyvernoConfig = docs[0]
+			}
 			if !hasKyvernoPolicy(policies) {
 				t.Skip("no Kyverno policy")
 			}
@@ -76,6 +84,7 @@ func TestKyverno(t *testing.T) {
 				kubeVersion:    cfg.KubernetesVersion,
 				skipOnProblems: true,
 				updateLabel:    true,
+				kyvernoConfig:  kyvernoConfig,
 			})
 		})
 	}

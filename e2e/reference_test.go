@@ -20,9 +20,10 @@ const maxOrders = 24
 // language is an input language of a case: which documents are its policies, and its engine,
 // the reference the API server's results are compared with.
 type language struct {
-	name         string
-	isInput      func(*unstructured.Unstructured) bool
-	newReference func(policies []*unstructured.Unstructured) (reference, error)
+	name    string
+	isInput func(*unstructured.Unstructured) bool
+	// newReference starts the language's engine; kyvernoConfig is Kyverno's ConfigMap data.
+	newReference func(policies []*unstructured.Unstructured, kyvernoConfig map[string]string) (reference, error)
 	// anyOrder: the compiled policies' results may depend on the order the API server runs them
 	// in, which the test cannot know (Go map iteration, drawn anew when the policies change), as
 	// the language's own engine runs its policies in an arbitrary order. Each engine is then run
@@ -86,7 +87,7 @@ func (cs *candidates) add(c candidate) {
 // gatekeeperReference is Gatekeeper's engine (reference/gatekeeper), as its chart installs it.
 type gatekeeperReference struct{ e *gatekeeper.Engine }
 
-func newGatekeeperReference(mutators []*unstructured.Unstructured) (reference, error) {
+func newGatekeeperReference(mutators []*unstructured.Unstructured, _ map[string]string) (reference, error) {
 	e, err := gatekeeper.New(mutators)
 	if err != nil {
 		return nil, err
@@ -116,12 +117,12 @@ type kyvernoReference struct {
 	orders [][]int
 }
 
-func newKyvernoReference(policies []*unstructured.Unstructured) (reference, error) {
+func newKyvernoReference(policies []*unstructured.Unstructured, config map[string]string) (reference, error) {
 	path, err := kyvernobin.Path()
 	if err != nil {
 		return nil, err
 	}
-	k, err := verify.NewKyvernoReference(path, policies, nil)
+	k, err := verify.NewKyvernoReferenceWithConfig(path, policies, nil, config)
 	if err != nil {
 		return nil, err
 	}

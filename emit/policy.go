@@ -160,9 +160,11 @@ type Spec struct {
 	Rules []admissionregistrationv1.NamedRuleWithOperations
 	// NamespaceSelector is the binding's (nil for none), before Options.NamespaceRequirements.
 	NamespaceSelector *metav1.LabelSelector
-	Conditions        []Condition
-	Variables         []Variable
-	Mutations         []Mutation
+	// ObjectSelector is the binding's (nil for none).
+	ObjectSelector *metav1.LabelSelector
+	Conditions     []Condition
+	Variables      []Variable
+	Mutations      []Mutation
 	// Param is the object the policy's expressions read as params (nil: none).
 	Param *Param
 }
@@ -251,6 +253,12 @@ func NewPolicy(s Spec, opts Options) (*Policy, error) {
 			sel.MatchExpressions = append(sel.MatchExpressions, *r.DeepCopy())
 		}
 		b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: sel}
+	}
+	if s.ObjectSelector != nil {
+		if b.Spec.MatchResources == nil {
+			b.Spec.MatchResources = &admissionregistrationv1.MatchResources{}
+		}
+		b.Spec.MatchResources.ObjectSelector = s.ObjectSelector.DeepCopy()
 	}
 	return &Policy{Policy: p, Binding: b}, nil
 }

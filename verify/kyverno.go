@@ -76,6 +76,7 @@ type KyvernoReference struct {
 // reference/kyverno: Setup, Request, Response).
 type kyvernoSetup struct {
 	Policies   []*unstructured.Unstructured `json:"policies"`
+	Config     map[string]string            `json:"config,omitempty"`
 	ConfigMaps []*unstructured.Unstructured `json:"configMaps,omitempty"`
 }
 
@@ -105,6 +106,13 @@ type kyvernoResponse struct {
 // The ConfigMaps among params (the param objects the compiled policies read, Options.Params) are
 // the cluster's ConfigMaps, which the policies' configMap context entries read.
 func NewKyvernoReference(path string, policies, params []*unstructured.Unstructured) (*KyvernoReference, error) {
+	return NewKyvernoReferenceWithConfig(path, policies, params, nil)
+}
+
+// NewKyvernoReferenceWithConfig is NewKyvernoReference with Kyverno's configuration: config is
+// the data of Kyverno's ConfigMap (resourceFilters, excludeGroups, webhooks, ...), loaded as
+// Kyverno loads it (nil: the defaults).
+func NewKyvernoReferenceWithConfig(path string, policies, params []*unstructured.Unstructured, config map[string]string) (*KyvernoReference, error) {
 	k := &KyvernoReference{policies: policies, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	for _, p := range policies {
 		if p.GetNamespace() != "" && p.GetKind() == "Policy" {
@@ -135,7 +143,7 @@ func NewKyvernoReference(path string, policies, params []*unstructured.Unstructu
 			cms = append(cms, p)
 		}
 	}
-	if err := k.exchange(kyvernoSetup{Policies: policies, ConfigMaps: cms}, &ready); err != nil {
+	if err := k.exchange(kyvernoSetup{Policies: policies, Config: config, ConfigMaps: cms}, &ready); err != nil {
 		k.Close()
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mapc-dev/mapc/internal/kyvernobin"
 )
 
 const legacyConfig = `apiVersion: config.gatekeeper.sh/v1alpha1
@@ -388,7 +390,7 @@ func TestExplainLeavesOut(t *testing.T) {
 }
 
 // TestExplainKyverno: explain names each Kyverno policy's mutations by rule and says why each is
-// a JSONPatch, and claims no Gatekeeper installation for Kyverno policies.
+// a JSONPatch or an ApplyConfiguration, and claims no Gatekeeper installation for Kyverno policies.
 func TestExplainKyverno(t *testing.T) {
 	code, out, errs := runCLI(t, "", "explain", "-f", "../../examples/kyverno/policies")
 	if code != 0 {
@@ -401,6 +403,8 @@ func TestExplainKyverno(t *testing.T) {
 		"mutations[0] (JSONPatch): ClusterPolicy/shop-config rule add-entries\n",
 		"a JSONPatch for patchStrategicMerge as Kyverno's merge gives it",
 		"a JSONPatch for patchesJson6902: ",
+		"mutations[0] (ApplyConfiguration): ClusterPolicy/add-labels rules team-label, autogen-team-label, autogen-cronjob-team-label\n",
+		"an ApplyConfiguration for labels and annotations",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
@@ -428,5 +432,80 @@ func TestExcludeNamespacesRefusedForKyverno(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "", "compile", "-f", "../../examples/gatekeeper", "--exclude-namespaces", "kube-*"); code != 0 {
 		t.Errorf("Gatekeeper mutators with --exclude-namespaces: exit %d: %s", code, errs)
+	}
+}
+
+// TestKyvernoConfig: --kyverno-config makes compile add Kyverno's resource filters and excluded
+// users as match conditions and its webhook selectors to the bindings, and verify run Kyverno's
+// engine with the same ConfigMap; a ConfigMap that cannot be honoured refuses the policies.
+func TestKyvernoConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "kyverno.yaml", `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kyverno
+  namespace: kyverno
+data:
+  resourceFilters: '[*/*,kube-system,*][Event,*,*]'
+  excludeUsernames: 'system:serviceaccount:ci:*'
+  webhooks: '{"objectSelector":{"matchExpressions":[{"key":"mutate","operator":"NotIn","values":["off"]}]}}'
+`)
+	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/kyverno/policies/add-labels.yaml", "--kyverno-config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"name: kyverno-resource-filters", `request.namespace : "") == "kube-system"`, "name: kyverno-excluded-users",
+		"objectSelector:", "key: mutate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compile output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Event") {
+		t.Errorf("the Event filter is kept for a policy without Event rules:\n%s", out)
+	}
+	objs := writeFile(t, dir, "objects.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: dns
+  namespace: kube-system
+spec:
+  containers:
+  - name: app
+    image: coredns
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: quiet
+  namespace: default
+  labels:
+    mutate: "off"
+spec:
+  containers:
+  - name: app
+    image: nginx
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: default
+spec:
+  containers:
+  - name: app
+    image: nginx
+`)
+	engine, err := kyvernobin.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "", "verify", "-f", "../../examples/kyverno/policies/add-labels.yaml", "-f", objs, "--kyverno-config", cfg, "--kyverno-engine", engine)
+	if code != 0 || !strings.Contains(out, "3 passed, 0 failed") {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, errs)
+	}
+	bad := writeFile(t, dir, "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kyverno\ndata:\n  excludeClusterRoles: cluster-admin\n")
+	code, out, errs = runCLI(t, "", "compile", "-f", "../../examples/kyverno/policies/add-labels.yaml", "--kyverno-config", bad, "--skip-unsupported")
+	if code != 1 || !strings.Contains(errs, "bad.yaml:6: ConfigMap/kyverno: data.excludeClusterRoles:") || strings.Contains(out, "MutatingAdmissionPolicy") {
+		t.Errorf("a ConfigMap that cannot be honoured: exit %d\n%s%s", code, out, errs)
 	}
 }

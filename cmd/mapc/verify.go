@@ -242,7 +242,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
-		ref, err := verify.NewKyvernoReference(path, mutators, suite.ParamObjects(params))
+		ref, err := verify.NewKyvernoReferenceWithConfig(path, mutators, suite.ParamObjects(params), kyvernoConfigData(copts))
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}

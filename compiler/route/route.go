@@ -64,6 +64,9 @@ type Options struct {
 	// NamePrefix starts every policy's and binding's name, so that compilations for different
 	// teams can share a cluster.
 	NamePrefix string
+	// KyvernoConfig is Kyverno's ConfigMap as installed (nil: Kyverno's defaults, which filter
+	// nothing): the policies compiled from Kyverno policies skip what its webhooks skip.
+	KyvernoConfig *source.Document
 }
 
 // Layout says how mutations are spread over policies.

@@ -96,7 +96,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/object"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -190,6 +193,9 @@ func New(setup Setup) (*Engine, error) {
 	cfg := config.NewDefaultConfiguration(false)
 	if setup.Config != nil {
 		cfg.Load(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.KyvernoConfigMapName(), Namespace: config.KyvernoNamespace()}, Data: setup.Config})
+		if len(cfg.GetMatchConditions()) > 0 {
+			return nil, errors.New("Kyverno's configuration: the match conditions of Kyverno's webhooks (matchConditions) are not reproduced by this reference")
+		}
 	}
 	client, err := newClient(setup.Resources)
 	if err != nil {
@@ -465,6 +471,15 @@ func (e *Engine) Admit(ctx context.Context, req Request) (resp Response) {
 		if i < len(webhooks) {
 			w = webhooks[i]
 		} else {
+			w.name = e.own[i-len(webhooks)].name
+		}
+		// The selectors of Kyverno's configuration are every webhook's.
+		if selected, err := e.selected(w.name, ar.AdmissionRequest, current, req.OldObject, gvk, gvr); err != nil {
+			return false, "", fmt.Errorf("failed calling webhook %q: %w", w.name, err)
+		} else if !selected {
+			return false, "", nil
+		}
+		if i >= len(webhooks) {
 			own := e.own[i-len(webhooks)]
 			w.name, w.failurePolicy, only = own.name, own.failurePolicy, own.policy
 			call, err := e.calls(ctx, own, ar.AdmissionRequest, current, req.OldObject, gvk, gvr)
@@ -550,6 +565,15 @@ func (e *Engine) calls(ctx context.Context, own *ownWebhook, req admissionv1.Adm
 	if len(own.rules.GetPolicies(policycache.Mutate, gvr, req.SubResource, nil)) == 0 {
 		return false, nil
 	}
+	attrs, obj, oldObj := attributes(req, current, old, gvk, gvr)
+	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: oldObj}
+	res := own.matcher.Match(ctx, va, nil, nil)
+	return res.Matches, res.Error
+}
+
+// attributes are the request's admission attributes, as the API server hands them to its
+// webhook dispatcher.
+func attributes(req admissionv1.AdmissionRequest, current, old *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) (admission.Attributes, runtime.Object, runtime.Object) {
 	var obj, oldObj runtime.Object
 	if current != nil {
 		obj = current
@@ -558,11 +582,38 @@ func (e *Engine) calls(ctx context.Context, own *ownWebhook, req admissionv1.Adm
 		oldObj = old
 	}
 	u := &user.DefaultInfo{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups}
-	attrs := admission.NewAttributesRecord(obj, oldObj, gvk, req.Namespace, req.Name, gvr, req.SubResource,
-		admission.Operation(req.Operation), nil, false, u)
-	va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: oldObj}
-	res := own.matcher.Match(ctx, va, nil, nil)
-	return res.Matches, res.Error
+	return admission.NewAttributesRecord(obj, oldObj, gvk, req.Namespace, req.Name, gvr, req.SubResource,
+		admission.Operation(req.Operation), nil, false, u), obj, oldObj
+}
+
+// selected: do the namespaceSelector and objectSelector of Kyverno's configuration (its
+// webhooks key), which Kyverno sets on every mutating webhook it installs, select the request?
+// Evaluated by the API server's webhook predicates (an empty selector selects everything).
+func (e *Engine) selected(name string, req admissionv1.AdmissionRequest, current, old *unstructured.Unstructured, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource) (bool, error) {
+	cfg := e.cfg.GetWebhook()
+	if cfg.NamespaceSelector == nil && cfg.ObjectSelector == nil {
+		return true, nil
+	}
+	h := &admissionregistrationv1.MutatingWebhook{Name: name, NamespaceSelector: cfg.NamespaceSelector, ObjectSelector: cfg.ObjectSelector}
+	if h.NamespaceSelector == nil {
+		h.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if h.ObjectSelector == nil {
+		h.ObjectSelector = &metav1.LabelSelector{}
+	}
+	acc := webhook.NewMutatingWebhookAccessor(name, "kyverno-resource-mutating-webhook-cfg", h)
+	attrs, _, _ := attributes(req, current, old, gvk, gvr)
+	if ok, err := (&namespace.Matcher{NamespaceLister: e.nsLister}).MatchNamespaceSelector(acc, attrs); err != nil || !ok {
+		if err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	ok, err := (&object.Matcher{}).MatchObjectSelector(acc, attrs)
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
 }
 
 // mutate is Kyverno's resource handler for the mutating webhook (pkg/webhooks/resource,

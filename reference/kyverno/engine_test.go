@@ -354,6 +354,28 @@ spec:
 		config:   map[string]string{"resourceFilters": "[Pod,default,*]"},
 		object:   pod,
 	}, {
+		name:     "the namespaceSelector of Kyverno's configuration leaves a namespace out",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"webhooks": `{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["default"]}]}}`},
+		object:   pod,
+	}, {
+		name:      "the namespaceSelector of Kyverno's configuration selects a namespace",
+		policies:  []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:    map[string]string{"webhooks": `{"namespaceSelector":{"matchLabels":{"env":"prod"}}}`},
+		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"env": "prod"}}},
+		object:    pod,
+		want:      edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
+	}, {
+		name:     "the objectSelector of Kyverno's configuration leaves an object out",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"webhooks": `{"objectSelector":{"matchLabels":{"mutate":"yes"}}}`},
+		object:   pod,
+	}, {
+		name:     "excludeGroups of Kyverno's configuration skips the request",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"excludeGroups": "system:authenticated"},
+		object:   pod,
+	}, {
 		name:     "a configMap context entry reads the ConfigMap given (in default when none is named)",
 		policies: []string{teamsRule},
 		cms:      []string{"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: teams\ndata:\n  team: payments\n"},
@@ -450,5 +472,15 @@ func TestNewRefuses(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNewRefusesConfigMatchConditions: the match conditions of Kyverno's webhooks, from its
+// configuration, are not reproduced, so a configuration with some is refused.
+func TestNewRefusesConfigMatchConditions(t *testing.T) {
+	cfg := map[string]string{"matchConditions": `[{"name":"not-system","expression":"!request.userInfo.username.startsWith('system:')"}]`}
+	_, err := New(Setup{Policies: []*unstructured.Unstructured{obj(t, policy("team", "", "rules:\n"+labelRule("team", "team", "payments")))}, Config: cfg})
+	if err == nil || !strings.Contains(err.Error(), "matchConditions") {
+		t.Fatalf("err = %v, want a refusal of matchConditions", err)
 	}
 }

@@ -74,6 +74,22 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		opts.KubernetesVersion, _ = route.ParseVersion(route.DefaultKubernetesVersion)
 	}
 	env := cel.NewEnv(opts.KubernetesVersion)
+	var cfg *kyverno.Config
+	if opts.KyvernoConfig != nil {
+		var problems []error
+		cfg, problems = kyverno.ReadConfig(opts.KyvernoConfig)
+		if len(problems) > 0 {
+			// No policy can be compiled as Kyverno runs it: each is refused, the
+			// configuration's problems reported once.
+			out.Problems = append(out.Problems, problems...)
+			for _, d := range docs {
+				obj := d.Object
+				out.Mutators = append(out.Mutators, route.MutatorStatus{Mutator: obj.GetKind() + "/" + obj.GetName(), File: d.File, Line: d.Line,
+					Status: route.Refused, Reasons: []string{fmt.Sprintf("Kyverno's configuration (%s) cannot be honoured: %d problem(s)", opts.KyvernoConfig.File, len(problems))}})
+			}
+			return out
+		}
+	}
 	type ignoring struct {
 		p  *kyverno.Policy
 		at int // its line of the report
@@ -94,7 +110,7 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		r := &results[i]
 		r.p, r.problems, r.notes = kyverno.Read(docs[i])
 		if r.p != nil && len(r.problems) == 0 {
-			r.pol, r.mayFail, r.err = compilePolicy(env, r.p, opts)
+			r.pol, r.mayFail, r.err = compilePolicy(env, r.p, cfg, opts)
 		}
 	})
 	for i, d := range docs {
@@ -192,13 +208,14 @@ func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
 
 // compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule (per
 // entry of a foreach), in order.
-func compilePolicy(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, bool, error) {
-	pol, mayFail, err := compileRules(env, p, opts)
+func compilePolicy(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, bool, error) {
+	pol, mayFail, err := compileRules(env, p, cfg, opts)
 	return pol, mayFail > 0, err
 }
 
-// compileRules builds the policy and counts its rules that can fail.
-func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Policy, int, error) {
+// compileRules builds the policy and counts its rules that can fail. cfg is Kyverno's
+// configuration (nil: its defaults).
+func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, int, error) {
 	resources := emit.NewResources(opts.CRDs)
 	var muts []emit.Mutation
 	var kinds []gk
@@ -309,6 +326,10 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 			rules = append(rules, em)
 		}
 	}
+	installed, err := configured(env, p, cfg, kinds)
+	if err != nil {
+		return nil, 0, err
+	}
 	for _, step := range steps(rules) {
 		e, parts := step.expr()
 		if len(parts) == 0 {
@@ -322,11 +343,19 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 		if p.ConfigMap != nil {
 			check = env.CheckJSONPatchWithParamsExpr
 		}
+		guard := cel.Guarded
 		if a, aparts := step.applyExpr(); a != nil {
 			e, parts, patchType = a, aparts, admissionregistrationv1.PatchTypeApplyConfiguration
 			check = env.CheckApplyConfigurationExpr
 			if p.ConfigMap != nil {
 				check = env.CheckApplyConfigurationWithParamsExpr
+			}
+			guard = cel.GuardedObject
+		}
+		if installed.guard != cel.True {
+			e = guard(installed.guard, e)
+			for i := range parts {
+				parts[i] = guard(installed.guard, parts[i])
 			}
 		}
 		s, err := env.Print(e)
@@ -386,6 +415,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 	if err != nil {
 		return nil, 0, err
 	}
+	conds = append(conds, installed.conditions...)
 	fp := admissionregistrationv1.Fail
 	if p.FailurePolicy == "Ignore" {
 		fp = admissionregistrationv1.Ignore
@@ -393,11 +423,67 @@ func compileRules(env *cel.Env, p *kyverno.Policy, opts route.Options) (*emit.Po
 	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
 	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
 		Rules: resourceRules(kinds, resources), Conditions: conds, Mutations: muts, Param: param}
+	if cfg != nil {
+		spec.NamespaceSelector, spec.ObjectSelector = cfg.NamespaceSelector, cfg.ObjectSelector
+	}
 	pol, err := emit.NewPolicy(spec, eo)
 	if pol != nil {
 		pol.Contents = contents
 	}
 	return pol, mayFail, err
+}
+
+// installation is what Kyverno's configuration adds to a policy: match conditions, or, for a
+// policy with match conditions of its own, a guard in front of each mutation.
+type installation struct {
+	conditions []emit.Condition
+	guard      cel.Expr
+}
+
+// Names of the match conditions that stand for Kyverno's configuration.
+const (
+	conditionResourceFilters = "kyverno-resource-filters"
+	conditionExcludedUsers   = "kyverno-excluded-users"
+)
+
+// configured lowers what Kyverno's configuration (resourceFilters, excludeUsernames,
+// excludeGroups) makes its webhook handler skip for the policy's kinds. Kyverno's handler decides
+// it after the API server decided to call the webhook: where the policy has match conditions of
+// its own, one that fails must still fail the request (under Fail) when the configuration skips
+// it, so there the configuration guards each mutation instead (a skipped request is not changed,
+// as Kyverno's handler answers it without a patch); elsewhere it is the policy's own conditions,
+// which spare the API server the whole policy.
+func configured(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, kinds []gk) (installation, error) {
+	in := installation{guard: cel.True}
+	if cfg.IsZero() {
+		return in, nil
+	}
+	var ks []lower.Kind
+	for _, k := range kinds {
+		ks = append(ks, lower.Kind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+	}
+	resources, users := lower.Unfiltered(cfg, ks)
+	if len(p.MatchConditions) > 0 {
+		in.guard = cel.And(resources, users)
+		return in, nil
+	}
+	for _, c := range []struct {
+		name string
+		e    cel.Expr
+	}{{conditionResourceFilters, resources}, {conditionExcludedUsers, users}} {
+		if c.e == cel.True {
+			continue
+		}
+		s, err := env.Print(c.e)
+		if err == nil {
+			err = env.CheckConditionExpr(c.e)
+		}
+		if err != nil {
+			return in, &diag.Problem{File: p.Doc.File, Line: p.Doc.Line, Object: p.Object(), Msg: fmt.Sprintf("Kyverno's configuration: the condition %s does not check: %v", c.name, err)}
+		}
+		in.conditions = append(in.conditions, emit.Condition{Name: c.name, Expression: s})
+	}
+	return in, nil
 }
 
 // notInWebhookConditions are the variables of a MutatingAdmissionPolicy's match conditions

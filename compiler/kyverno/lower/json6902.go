@@ -32,10 +32,8 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 			return nil, errorf(field, "%v", err)
 		}
 		for i, t := range toks {
-			if strings.HasPrefix(t, "-") && t != "-" {
-				if _, err := strconv.Atoi(t); err == nil {
-					return nil, errorf(field, "negative list indices are not supported: Kyverno and the API server read them differently")
-				}
+			if negative(t) > 0 && i != len(toks)-1 {
+				return nil, errorf(field, "a negative list index inside a path is not supported yet: only a path's last token can be one")
 			}
 			if t == "-" && i != len(toks)-1 {
 				return nil, errorf(field, "\"-\" can only end a path")
@@ -79,11 +77,31 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 			if last := toks[len(toks)-1]; last == "-" {
 				return nil, errorf(field, "replace at \"-\" fails in Kyverno: there is no such item")
 			}
+			if k := negative(toks[len(toks)-1]); k > 0 {
+				// Kyverno replaces item len-k, and fails where there is none (as the API
+				// server does at index len); in a map, the key as it is.
+				list := valueAt(cur, toks[:len(toks)-1])
+				at := fromEnd(list, k, 0, toks[len(toks)-1])
+				parts = append(parts, cel.List(cel.PatchOp("replace", pointerOf(base, toks[:len(toks)-1]).Index(at), val)))
+				done = append(done, toks)
+				continue
+			}
 			parts = append(parts, cel.List(cel.PatchOp("replace", pointerOf(base, toks), val)))
 			done = append(done, toks)
 		case "remove":
 			if toks[len(toks)-1] == "-" {
 				continue // no such item: nothing to remove
+			}
+			if k := negative(toks[len(toks)-1]); k > 0 {
+				// Kyverno removes item len-k, nothing where there is none; in a map, the key.
+				last := toks[len(toks)-1]
+				list := valueAt(cur, toks[:len(toks)-1])
+				there := cel.Cond(isList(list), cel.Bin(">=", cel.Call("size", list), cel.Int(int64(k))), present(list, last))
+				at := cel.Cond(isList(list), cel.Call("string", cel.Bin("-", cel.Call("size", list), cel.Int(int64(k)))), cel.Str(last))
+				parts = append(parts, cel.Guarded(cel.And(exists(cur, toks[:len(toks)-1], always), there),
+					cel.List(cel.PatchOp("remove", pointerOf(base, toks[:len(toks)-1]).Index(at), nil))))
+				removed = append(removed, toks)
+				continue
 			}
 			parts = append(parts, cel.Guarded(exists(cur, toks, always), cel.List(cel.PatchOp("remove", pointerOf(base, toks), nil))))
 			removed = append(removed, toks)
@@ -94,8 +112,22 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 
 // ensureAdd adds val at toks[d:] below cur (at p), creating what is missing above it; known(d)
 // says an earlier operation made toks[:d+1].
+//
+// A negative last token -k (Kyverno's negative indices) inserts at len+1-k in a list: -1 appends,
+// as "-" does, and where the list is missing, Kyverno creates it holding val; any other -k fails
+// the rule there, and where it is past the start (as the API server does at index len+1). In a map
+// the token is a key as any other.
 func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int) bool, val cel.Expr, always map[string]bool) cel.Expr {
+	if k := negative(toks[len(toks)-1]); k > 1 {
+		// No creation: every missing object above fails the rule in Kyverno, as indexing it does.
+		list := valueAt(cur, toks[d:len(toks)-1])
+		at := fromEnd(list, k, 1, toks[len(toks)-1])
+		return cel.List(cel.PatchOp("add", pointerOf(p, toks[d:len(toks)-1]).Index(at), val))
+	}
 	if d == len(toks)-1 {
+		if negative(toks[d]) == 1 {
+			return cel.List(cel.PatchOp("add", p.Index(cel.Cond(isList(cur), cel.Str("-"), cel.Str(toks[d]))), val))
+		}
 		return cel.List(cel.PatchOp("add", p.Child(toks[d]), val))
 	}
 	t := toks[d]
@@ -105,6 +137,45 @@ func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int
 	}
 	whenMissing := cel.List(cel.PatchOp("add", p.Child(t), created(toks[d+1:], val)))
 	return cel.CondList(present(cur, t), there, whenMissing)
+}
+
+// negative is k for a token "-k" (a negative list index, k > 0), else 0.
+func negative(t string) int {
+	if !strings.HasPrefix(t, "-") || t == "-" {
+		return 0
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n >= 0 {
+		return 0
+	}
+	return -n
+}
+
+// valueAt is the value at toks below cur, failing where one is missing.
+func valueAt(cur cel.Expr, toks []string) cel.Expr {
+	for _, t := range toks {
+		if isIndex(t) {
+			i, _ := strconv.Atoi(t)
+			cur = cel.Index(cur, cel.Int(int64(i)))
+			continue
+		}
+		cur = cel.Index(cur, cel.Str(t))
+	}
+	return cur
+}
+
+func isList(e cel.Expr) cel.Expr { return cel.Bin("==", cel.Call("type", e), cel.Ident("list")) }
+
+// fromEnd is the token for Kyverno's negative index -k (the text token) in list, a list whose
+// length grows by extra with the operation (1 for an add): len+extra-k, or where that is below
+// 0, len+extra (an index the API server refuses, as Kyverno fails); in a map, token itself.
+func fromEnd(list cel.Expr, k, extra int, token string) cel.Expr {
+	n := cel.Call("size", list)
+	if extra > 0 {
+		n = cel.Bin("+", n, cel.Int(int64(extra)))
+	}
+	idx := cel.Cond(cel.Bin(">=", n, cel.Int(int64(k))), cel.Bin("-", n, cel.Int(int64(k))), n)
+	return cel.Cond(isList(list), cel.Call("string", idx), cel.Str(token))
 }
 
 // removedAbove: did an earlier operation remove a path above toks?

@@ -148,6 +148,10 @@ func FuzzVariableSemantics(f *testing.F) {
 		"not_null(request.object.spec.nothing, request.object.metadata.name)", "to_array(request.object.metadata.name)",
 		"join('-', request.object.spec.words)", "contains(request.object.spec.words, 'b')", "starts_with(request.object.metadata.name, 'we')",
 		"request.object.spec.nothing.deeper", "request.object.spec.nothing || request.object.spec.missing", "`{\"a\": 1}` || 'x'",
+		"request.object.spec.containers[*].name", "request.object.spec.containers[].image", "request.object.spec.nested[]",
+		"request.object.spec.nested[*]", "request.object.spec.nested[][0]", "request.object.spec.containers[*].ports[0].port",
+		"length(request.object.spec.containers[*].name)", "request.object.spec.missing[*].name", "request.object.missing.containers[].name",
+		"join(',', request.object.spec.words[*])", "request.object.spec[*]", "request.object.spec.n[]",
 	} {
 		f.Add(s)
 	}
@@ -155,6 +159,7 @@ func FuzzVariableSemantics(f *testing.F) {
 		`{"metadata": {"name": "web-1", "labels": {"app": "shop", "a": "x", "b": ""}}, "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b"}], "n": 3, "flag": true, "words": ["a", "b"], "empty": [], "nothing": null}}`,
 		`{"metadata": {"name": "", "labels": {}}, "spec": {"containers": [], "n": 1.5, "flag": false, "words": [], "empty": {}}}`,
 		`{"metadata": {"name": "x"}, "spec": {"containers": "not a list", "words": ["a", 1]}}`,
+		`{"metadata": {"name": "y"}, "spec": {"containers": [null, {"name": "a", "ports": [{"port": 80}]}, {"ports": []}, "s", [1]], "nested": [[1, 2], 3, [4, [5]], null, [], {"a": [6]}], "words": ["a", null, "b"]}}`,
 	}
 	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.NewExpressions)
 	if err != nil {

@@ -185,6 +185,18 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		if l.missing {
 			r.missing, r.soft, r.opt = true, nil, nil
 			r.softErr = c.refuse("%s after a field that may be missing is not supported where a missing value reads as null", nodeName(n.Children[1]))
+			if n.Children[1].NodeType == jmespath.ASTProjection && l.softErr == nil {
+				// A projection of a path gives null on null: on l read as null, it is r read so.
+				ls, err := c.softValue(l)
+				if err != nil {
+					return value{}, err
+				}
+				rs, err := c.lower(n.Children[1], ls)
+				if err != nil {
+					return value{}, err
+				}
+				r.soft, r.st, r.softErr = rs.e, rs.t, nil
+			}
 		}
 		return r, nil
 	case jmespath.ASTLiteral:
@@ -276,8 +288,94 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		return c.softValue(r) // a missing value on the right of a pipe is null too
 	case jmespath.ASTFunctionExpression:
 		return c.call(n, cur)
+	case jmespath.ASTProjection:
+		return c.projection(n, cur)
 	}
 	return value{}, c.refuse("%s not supported yet", nodeName(n))
+}
+
+// projection lowers a list projection, l[*].r, or a flattening one, l[].r, as Kyverno's
+// go-jmespath evaluates them: l's value (a missing one read as null; a flattening swallows any
+// error of l, which a path of fields and indices only has where a field is missing) that is not
+// a list gives null; else (one level of lists in it spliced, for []) r on each item, a missing
+// field null, and the items where r is null left out. Supported: l a path (fields and indices)
+// and r nothing or a path.
+func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
+	left, flatten := n.Children[0], false
+	if left.NodeType == jmespath.ASTFlatten {
+		left, flatten = left.Children[0], true
+	}
+	right := n.Children[1]
+	if odd := notPath(left); odd != nil {
+		return value{}, c.refuse("%s not supported yet in what a projection ([*], []) goes over: only a path of fields and indices", nodeName(*odd))
+	}
+	identity := right.NodeType == jmespath.ASTIdentity || right.NodeType == jmespath.ASTCurrentNode
+	if odd := notPath(right); !identity && odd != nil {
+		return value{}, c.refuse("%s not supported yet after a projection ([*], []): only a path of fields and indices", nodeName(*odd))
+	}
+	l, err := c.operand(left, cur)
+	if err != nil {
+		return value{}, err
+	}
+	sh := l.sh.item()
+	items := sh.types()
+	if flatten {
+		sh, items = Shape{}, tAny
+	}
+	c.n++
+	item := fmt.Sprintf("jp%d", c.n)
+	ev := found(cel.Ident(item), items, true)
+	ev.sh, ev.path = sh, true
+	var each cel.Expr = ev.e
+	out := items
+	if !identity {
+		r, err := c.lower(right, ev)
+		if err != nil {
+			return value{}, err
+		}
+		rv, err := c.softValue(r)
+		if err != nil {
+			return value{}, err
+		}
+		each, out = rv.e, rv.t
+	}
+	c.n++
+	kept := fmt.Sprintf("jp%d", c.n)
+	e := c.bind(l.e, l.simple, func(x cel.Expr) cel.Expr {
+		list := dyn(x)
+		if flatten {
+			list = cel.Method(list, "flatten")
+		}
+		if !identity {
+			list = cel.Method(list, "map", cel.Ident(item), each)
+		}
+		list = cel.Method(list, "filter", cel.Ident(kept), cel.Bin("!=", dyn(cel.Ident(kept)), cel.Null()))
+		if l.t == tList {
+			return list
+		}
+		return cel.Cond(isType(x, "list"), dyn(list), cel.Null())
+	})
+	t := tList
+	if l.t != tList {
+		t |= tNull
+	}
+	v := found(e, t, false)
+	v.items = out &^ tNull
+	return v, nil
+}
+
+// notPath is the first node of n that is not a field, an index or a path of them (nil: none).
+func notPath(n jmespath.ASTNode) *jmespath.ASTNode {
+	switch n.NodeType {
+	case jmespath.ASTField, jmespath.ASTIndex:
+		return nil
+	case jmespath.ASTSubexpression, jmespath.ASTIndexExpression:
+		if odd := notPath(n.Children[0]); odd != nil {
+			return odd
+		}
+		return notPath(n.Children[1])
+	}
+	return &n
 }
 
 // hasNoParts: is v a literal without fields or items (a scalar, [] or {})?

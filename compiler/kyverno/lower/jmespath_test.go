@@ -62,8 +62,16 @@ func TestVariable(t *testing.T) {
 		{v: "request.object.metadata.labels.a != `null`", types: tBool},
 		{v: "request.object.metadata | labels.app", types: tStr | tNull},
 		{v: "request.namespace || request.name || 'none'", types: tStr},
+		// Projections: null items left out; what is not a list gives null.
+		{v: "request.object.spec.containers[*].name", types: tList | tNull, missing: true},
+		{v: "request.object.spec.containers[].image", types: tList | tNull},
+		{v: "request.object.spec.containers[*]", types: tList | tNull, missing: true},
+		{v: "request.object.spec.containers[*].ports[0].containerPort", types: tList | tNull, missing: true},
+		{v: "length(request.object.spec.containers[*].name)", types: tInt},
 		// Refusals.
-		{v: "request.object.spec.containers[*].name", err: "projections ([*], *) are not supported yet"},
+		{v: "request.object.spec.containers[*].ports[*].name", err: "projections ([*], *) are not supported yet after a projection"},
+		{v: "to_array(request.object.spec.containers)[*].name", err: "a function call is not supported yet in what a projection"},
+		{v: "request.object.metadata.labels.*", err: "projections ([*], *) are not supported yet"},
 		{v: "request.object.spec.containers[?name=='a']", err: "filters ([?...]) are not supported yet"},
 		{v: "request.object.spec.containers[0:1]", err: "are not supported yet"},
 		{v: "request.object.spec.replicas > `1`", err: "the comparisons <, <=, > and >= are not supported"},

@@ -152,6 +152,8 @@ func FuzzVariableSemantics(f *testing.F) {
 		"request.object.spec.nested[*]", "request.object.spec.nested[][0]", "request.object.spec.containers[*].ports[0].port",
 		"length(request.object.spec.containers[*].name)", "request.object.spec.missing[*].name", "request.object.missing.containers[].name",
 		"join(',', request.object.spec.words[*])", "request.object.spec[*]", "request.object.spec.n[]",
+		"request.object.spec.containers[?name=='a'].image", "request.object.spec.containers[?image]", "request.object.spec.words[?@ != 'a']",
+		"request.object.spec.containers[?!(ports)].name", "request.object.spec.nested[?@]", "request.object.spec.containers[?ports[0].port].name",
 	} {
 		f.Add(s)
 	}

@@ -288,18 +288,19 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		return c.softValue(r) // a missing value on the right of a pipe is null too
 	case jmespath.ASTFunctionExpression:
 		return c.call(n, cur)
-	case jmespath.ASTProjection:
+	case jmespath.ASTProjection, jmespath.ASTFilterProjection:
 		return c.projection(n, cur)
 	}
 	return value{}, c.refuse("%s not supported yet", nodeName(n))
 }
 
-// projection lowers a list projection, l[*].r, or a flattening one, l[].r, as Kyverno's
-// go-jmespath evaluates them: l's value (a missing one read as null; a flattening swallows any
-// error of l, which a path of fields and indices only has where a field is missing) that is not
-// a list gives null; else (one level of lists in it spliced, for []) r on each item, a missing
-// field null, and the items where r is null left out. Supported: l a path (fields and indices)
-// and r nothing or a path.
+// projection lowers a list projection, l[*].r, a flattening one, l[].r, or a filter,
+// l[?f].r, as Kyverno's go-jmespath evaluates them: l's value (a missing one read as null; a
+// flattening or a filter swallows any error of l, which a path of fields and indices only has
+// where a field is missing) that is not a list gives null; else (one level of lists in it
+// spliced, for []; the items where f, a missing field read as null, is true in JMESPath's sense,
+// for a filter) r on each item, a missing field null, and the items where r is null left out.
+// Supported: l a path (fields and indices), r nothing or a path, f what variables support.
 func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 	left, flatten := n.Children[0], false
 	if left.NodeType == jmespath.ASTFlatten {
@@ -328,6 +329,14 @@ func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 	ev.sh, ev.path = sh, true
 	var each cel.Expr = ev.e
 	out := items
+	var keep cel.Expr
+	if n.NodeType == jmespath.ASTFilterProjection {
+		f, err := c.operand(n.Children[2], ev)
+		if err != nil {
+			return value{}, err
+		}
+		keep = truthy(f.e, f.t)
+	}
 	if !identity {
 		r, err := c.lower(right, ev)
 		if err != nil {
@@ -345,6 +354,9 @@ func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 		list := dyn(x)
 		if flatten {
 			list = cel.Method(list, "flatten")
+		}
+		if keep != nil {
+			list = cel.Method(list, "filter", cel.Ident(item), keep)
 		}
 		if !identity {
 			list = cel.Method(list, "map", cel.Ident(item), each)

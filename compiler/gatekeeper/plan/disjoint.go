@@ -92,13 +92,13 @@ func classes(m ir.Match) int {
 
 // overlap: may one admission request be matched by both a and b, at some point of
 // Gatekeeper's run (not necessarily the same one)?
-func overlap(a, b ir.Match) bool { return !disjoint(a, b, nil) }
+func overlap(a, b ir.Match) bool { return !disjoint(a, b, classes(a), classes(b), nil) }
 
 // apart: do f and g never both apply to an object as it is at one point of Gatekeeper's run,
 // neither able to change that (they may still both apply to one request, at different points,
 // when a third mutator changes the labels of a Namespace object in between)?
 func (f *footprint) apart(g *footprint) bool {
-	return disjoint(f.m.Match, g.m.Match, func(key string) bool { return !f.writesLabel(key) && !g.writesLabel(key) })
+	return disjoint(f.m.Match, g.m.Match, f.classes, g.classes, func(key string) bool { return !f.writesLabel(key) && !g.writesLabel(key) })
 }
 
 // writesLabel: may f write the label key (or all labels, or metadata, whole)? The nodes it
@@ -120,13 +120,13 @@ func (f *footprint) writesLabel(key string) bool {
 	return false
 }
 
-// disjoint: is no request matched by both a and b? fixed says which label keys of a Namespace
-// object keep their value (nil: none).
-func disjoint(a, b ir.Match, fixed func(key string) bool) bool {
+// disjoint: is no request matched by both a and b, of the classes ca and cb (classes(a),
+// classes(b))? fixed says which label keys of a Namespace object keep their value (nil: none).
+func disjoint(a, b ir.Match, ca, cb int, fixed func(key string) bool) bool {
 	if !kindsOverlap(a, b) || namesDisjoint(a.Name, b.Name) {
 		return true
 	}
-	both := classes(a) & classes(b)
+	both := ca & cb
 	if both == 0 {
 		return true
 	}

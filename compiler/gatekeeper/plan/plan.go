@@ -362,6 +362,8 @@ func prefixOf(a, b path) bool {
 // footprint is what a mutation reads and writes.
 type footprint struct {
 	m *ir.Mutation
+	// classes are the classes of objects its match can match (see classes).
+	classes int
 	// full is the location.
 	full path
 	// writes: the location (value written), and list elements it may create.
@@ -395,7 +397,7 @@ type footprint struct {
 }
 
 func footprintOf(m *ir.Mutation) *footprint {
-	f := &footprint{m: m, union: UnionKey(m)}
+	f := &footprint{m: m, union: UnionKey(m), classes: classes(m.Match)}
 	for i, st := range m.Path {
 		s := seg{field: st.Field, list: st.List, keyField: st.KeyField, keyValue: st.KeyValue, glob: st.Glob}
 		f.full = append(f.full, s)

@@ -229,6 +229,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			return nil, 0, problem(p, r, "match", err)
 		}
 		kinds = append(kinds, rk...)
+		if slices.Contains(rk, gk{Version: "v1", Kind: "Pod"}) && changesEphemeralContainers(r) {
+			return nil, 0, problem(p, r, "mutate", errors.New("changes ephemeral containers: Kyverno's webhook is also called for pods/ephemeralcontainers wherever a policy has Pod rules (kubectl debug adds ephemeral containers there) and runs the Pod rules on it; the compiled policy does not intercept that subresource yet, so the ephemeral containers added later would not be changed"))
+		}
 		guard, err := lower.Rule(p, r)
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
@@ -829,6 +832,32 @@ func entriesApart(r *kyverno.Rule, guard, pre cel.Expr) error {
 
 func isPrefix(prefix, s []string) bool {
 	return len(prefix) <= len(s) && slices.Equal(prefix, s[:len(prefix)])
+}
+
+// changesEphemeralContainers: can the rule write spec.ephemeralContainers of a Pod (a strategic
+// merge or JSON patch there, a foreach over them)? Only the ephemeralcontainers subresource
+// changes them, which the compiled policies do not intercept.
+func changesEphemeralContainers(r *kyverno.Rule) bool {
+	mentions := func(s string) bool { return strings.Contains(s, "ephemeralContainers") }
+	smp := func(m map[string]any) bool {
+		spec, _ := m["spec"].(map[string]any)
+		for k := range spec {
+			if mentions(k) {
+				return true
+			}
+		}
+		return false
+	}
+	ops := func(ops []kyverno.Op) bool {
+		return slices.ContainsFunc(ops, func(o kyverno.Op) bool { return mentions(o.Path) })
+	}
+	var each func(fes []kyverno.ForEach) bool
+	each = func(fes []kyverno.ForEach) bool {
+		return slices.ContainsFunc(fes, func(fe kyverno.ForEach) bool {
+			return mentions(fe.List) || smp(fe.StrategicMerge) || ops(fe.JSON6902) || each(fe.ForEach)
+		})
+	}
+	return smp(r.StrategicMerge) || ops(r.JSON6902) || each(r.ForEach)
 }
 
 // overlap: do the kind lists share a kind?

@@ -160,6 +160,17 @@ func Bin(op string, l, r Expr) Expr { return binary{op, l, r} }
 // Not is !x.
 func Not(x Expr) Expr { return unary{"!", x} }
 
+// Negate is !x, simplified for the literals true and false.
+func Negate(x Expr) Expr {
+	switch x {
+	case True:
+		return False
+	case False:
+		return True
+	}
+	return Not(x)
+}
+
 // List is [elems...].
 func List(elems ...Expr) Expr { return listExpr{elems} }
 

@@ -53,7 +53,7 @@ func MergeUnion(m *ir.Mutation, parts []MergePart, f cel.Features, shared int) (
 				}
 			}
 			terms += len(before)
-			when := cel.And(p.When, not(cel.Or(before...)))
+			when := cel.And(p.When, cel.Negate(cel.Or(before...)))
 			if when == cel.False {
 				continue // an earlier merge adds it wherever this one applies
 			}
@@ -207,17 +207,6 @@ func holds(vals []any, v any) bool {
 		}
 	}
 	return false
-}
-
-// not is !e, simplified for the literals.
-func not(e cel.Expr) cel.Expr {
-	switch e {
-	case cel.True:
-		return cel.False
-	case cel.False:
-		return cel.True
-	}
-	return cel.Not(e)
 }
 
 // unionExisting is what the union does to the list child (at p) when it exists: one "add" of

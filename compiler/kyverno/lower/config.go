@@ -45,23 +45,12 @@ func Unfiltered(c *kyverno.Config, kinds []Kind) (resources, users cel.Expr) {
 		}
 		filtered = append(filtered, cel.And(gk, version, where))
 	}
-	resources = negate(cel.Or(filtered...))
+	resources = cel.Negate(cel.Or(filtered...))
 	users = cel.True
 	if !c.Excluded.Empty() {
-		users = cel.Or(matchesUser(c.Included), negate(matchesUser(c.Excluded)))
+		users = cel.Or(matchesUser(c.Included), cel.Negate(matchesUser(c.Excluded)))
 	}
 	return resources, users
-}
-
-// negate is !x, simplified for the literals.
-func negate(x cel.Expr) cel.Expr {
-	switch x {
-	case cel.True:
-		return cel.False
-	case cel.False:
-		return cel.True
-	}
-	return cel.Not(x)
 }
 
 // requestString is request.<name>, "" where the request has none.

@@ -333,6 +333,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if err != nil {
 		return nil, 0, err
 	}
+	if installed.guard == cel.False {
+		return nil, mayFail, nil // Kyverno's configuration skips every request the rules match
+	}
 	for _, step := range steps(rules) {
 		e, parts := step.expr()
 		if len(parts) == 0 {
@@ -669,7 +672,6 @@ func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
 // otherwise nil and why not. Custom resources are left to the JSONPatch: their schema, not
 // Kubernetes', decides how an apply merges.
 func applyConfiguration(patch map[string]any, kinds []gk) (cel.Expr, string) {
-	why := ""
 	e, err := perKindOr(kinds, cel.EmptyObject(), func(apiVersion, kind string) (cel.Expr, string, error) {
 		gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 		if !clientgoscheme.Scheme.Recognizes(gvk) {
@@ -682,8 +684,7 @@ func applyConfiguration(patch map[string]any, kinds []gk) (cel.Expr, string) {
 		return a, "", nil
 	})
 	if err != nil {
-		why = err.Error()
-		return nil, why
+		return nil, err.Error()
 	}
 	return e, ""
 }

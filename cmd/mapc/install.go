@@ -20,7 +20,7 @@ type installFlags struct {
 func (f *installFlags) add(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.excludeNamespaces, "exclude-namespaces", nil, "namespaces Gatekeeper's webhook did not mutate in (its exempt namespaces; names, optionally with a leading or trailing *); every policy skips them. A Gatekeeper Config among the -f documents adds its excludedNamespaces for the mutation webhook")
 	fl.BoolVar(&f.mutateIgnoredNamespaces, "mutate-ignored-namespaces", false, "also mutate in namespaces labelled "+gatekeeper.IgnoreLabel+" (by default the bindings skip them, as Gatekeeper's installed webhook does)")
-	fl.StringVar(&f.kyvernoConfig, "kyverno-config", "", "Kyverno's ConfigMap as installed (kubectl get configmap kyverno -n kyverno -o yaml): the policies compiled from Kyverno policies skip what its resourceFilters, excludeUsernames, excludeGroups and webhooks selectors make Kyverno skip, and verify runs Kyverno's engine with it")
+	fl.StringVar(&f.kyvernoConfig, "kyverno-config", "", "Kyverno's ConfigMap as installed (kubectl get configmap kyverno -n kyverno -o yaml): the policies compiled from Kyverno policies skip what its resourceFilters, excludeUsernames, excludeGroups, webhooks selectors and matchConditions make Kyverno skip, and verify runs Kyverno's engine with it")
 }
 
 // apply copies the flags into compiler options, checking the namespace patterns.

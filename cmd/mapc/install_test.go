@@ -508,4 +508,9 @@ spec:
 	if code != 1 || !strings.Contains(errs, "bad.yaml:6: ConfigMap/kyverno: data.excludeClusterRoles:") || strings.Contains(out, "MutatingAdmissionPolicy") {
 		t.Errorf("a ConfigMap that cannot be honoured: exit %d\n%s%s", code, out, errs)
 	}
+	ns := writeFile(t, dir, "ns.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kyverno\ndata:\n  matchConditions: '[{\"name\":\"team\",\"expression\":\"namespaceObject.metadata.name == \\\"team\\\"\"}]'\n")
+	code, _, errs = runCLI(t, "", "compile", "-f", "../../examples/kyverno/policies/add-labels.yaml", "--kyverno-config", ns)
+	if code != 1 || !strings.Contains(errs, "ns.yaml:6: ConfigMap/kyverno: data.matchConditions: [0] (team): ") || !strings.Contains(errs, "reads namespaceObject") {
+		t.Errorf("a webhook match condition reading namespaceObject: exit %d\n%s", code, errs)
+	}
 }

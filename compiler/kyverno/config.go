@@ -16,15 +16,17 @@ import (
 
 // Config is what Kyverno's ConfigMap (pkg/config, as v1.19.1 loads it) says of the requests its
 // mutating webhooks handle, which the compiled policies honour as Kyverno's webhook does:
+//
 //   - resourceFilters: requests Kyverno's handler answers without running any policy;
 //   - excludeUsernames and excludeGroups: users and groups whose requests it answers so (a
 //     leading "!" includes them again, ahead of any exclusion);
 //   - webhooks: the namespaceSelector and objectSelector of its webhooks, with which the API
-//     server does not even call them.
+//     server does not even call them;
+//   - matchConditions: the match conditions of its webhooks.
 //
 // Refused: excludeRoles and excludeClusterRoles (Kyverno looks up the user's roles, which a
-// MutatingAdmissionPolicy cannot), matchConditions (not translated yet), and values Kyverno
-// fails to parse (it logs the error and goes on without them). Other keys do not change what a
+// MutatingAdmissionPolicy cannot), and values Kyverno fails to parse (it logs the error and goes
+// on without them) or the API server refuses in a webhook. Other keys do not change what a
 // mutate rule does to a request, or are refused with the features that read them (the default
 // registry: images).
 type Config struct {
@@ -33,6 +35,11 @@ type Config struct {
 	Excluded, Included Users
 	NamespaceSelector  *metav1.LabelSelector
 	ObjectSelector     *metav1.LabelSelector
+	// MatchConditions are the match conditions of Kyverno's webhooks (a policy with conditions of
+	// its own has its own webhook, with those instead); their expressions are checked by the
+	// compiler. Doc is the ConfigMap, for messages.
+	MatchConditions []MatchCondition
+	Doc             *source.Document
 }
 
 // ResourceFilter is one [kind,namespace,name] of resourceFilters, its kind parsed as Kyverno parses it
@@ -51,7 +58,7 @@ func (u Users) Empty() bool { return len(u.Names) == 0 && len(u.Groups) == 0 }
 
 // IsZero: the configuration changes nothing.
 func (c *Config) IsZero() bool {
-	return c == nil || len(c.Filters) == 0 && c.Excluded.Empty() && c.NamespaceSelector == nil && c.ObjectSelector == nil
+	return c == nil || len(c.Filters) == 0 && c.Excluded.Empty() && c.NamespaceSelector == nil && c.ObjectSelector == nil && len(c.MatchConditions) == 0
 }
 
 // ReadConfig reads Kyverno's ConfigMap, refusing what the policies cannot honour.
@@ -85,7 +92,7 @@ func ReadConfig(d *source.Document) (*Config, []error) {
 		}
 		data[k] = s
 	}
-	c := &Config{}
+	c := &Config{Doc: d}
 	c.Filters = parseFilters(data["resourceFilters"])
 	c.Excluded.Names, c.Included.Names = parseExclusions(data["excludeUsernames"])
 	c.Excluded.Groups, c.Included.Groups = parseExclusions(data["excludeGroups"])
@@ -111,11 +118,20 @@ func ReadConfig(d *source.Document) (*Config, []error) {
 		}
 	}
 	if s, ok := data["matchConditions"]; ok {
-		var conds []json.RawMessage
+		var conds []struct{ Name, Expression string }
 		if err := json.Unmarshal([]byte(s), &conds); err != nil {
 			refuse("matchConditions", "%s, where Kyverno v1.19 reads a JSON list of match conditions; Kyverno would log the error and install its webhooks without them", jsonError(err))
-		} else if len(conds) > 0 {
-			refuse("matchConditions", "the match conditions of Kyverno's webhooks are not translated yet: the API server evaluates them before Kyverno's filters, which one MutatingAdmissionPolicy's conditions do not reproduce when a condition fails")
+		} else if len(conds) > maxMatchConditions {
+			refuse("matchConditions", "%d conditions: the API server accepts at most %d on one webhook", len(conds), maxMatchConditions)
+		} else {
+			seen := map[string]bool{}
+			for i, mc := range conds {
+				if sub, msg := checkCondition(mc.Name, mc.Expression, seen); msg != "" {
+					refuse("matchConditions", "[%d].%s: %s (the API server refuses Kyverno's webhooks)", i, sub, msg)
+					continue
+				}
+				c.MatchConditions = append(c.MatchConditions, MatchCondition{Name: mc.Name, Expression: mc.Expression, At: i})
+			}
 		}
 	}
 	slices.SortStableFunc(problems, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })

@@ -81,7 +81,8 @@ func TestReadConfig(t *testing.T) {
 		{"  excludeClusterRoles: '!view'\n", "data.excludeClusterRoles:"},
 		{"  webhooks: '[{}]'\n", "data.webhooks: a JSON array, where Kyverno v1.19 reads a JSON object"},
 		{"  webhooks: '{\"namespaceSelector\":{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Bad\"}]}}'\n", "data.webhooks: namespaceSelector:"},
-		{"  matchConditions: '[{\"name\":\"a\",\"expression\":\"true\"}]'\n", "data.matchConditions: the match conditions of Kyverno's webhooks are not translated yet"},
+		{"  matchConditions: '[{\"name\":\"a\",\"expression\":\"true\"},{\"name\":\"a\",\"expression\":\"false\"}]'\n", "data.matchConditions: [1].name: \"a\" names another condition too"},
+		{"  matchConditions: '{}'\n", "data.matchConditions: a JSON object, where Kyverno v1.19 reads a JSON list"},
 		{"  resourceFilters: 3\n", "data.resourceFilters: must be a string"},
 	} {
 		_, problems := read(tc.data)

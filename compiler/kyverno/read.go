@@ -182,20 +182,30 @@ func (r *reader) matchConditions(p *Policy, conds []any, path []string) {
 		m, _ := c.(map[string]any)
 		name, _ := m["name"].(string)
 		expr, _ := m["expression"].(string)
-		switch {
-		case name == "":
-			r.problem(at, f+".name", "a match condition needs a name")
-		case len(validation.IsQualifiedName(name)) > 0:
-			r.problem(at, f+".name", "%q is not a valid name (the API server refuses it): %s", name, strings.Join(validation.IsQualifiedName(name), "; "))
-		case seen[name]:
-			r.problem(at, f+".name", "%q names another condition too: names must be unique", name)
-		case expr == "":
-			r.problem(at, f+".expression", "a match condition needs an expression")
-		default:
-			seen[name] = true
-			p.MatchConditions = append(p.MatchConditions, MatchCondition{Name: name, Expression: expr, At: i})
+		if sub, msg := checkCondition(name, expr, seen); msg != "" {
+			r.problem(at, f+"."+sub, "%s", msg)
+			continue
 		}
+		p.MatchConditions = append(p.MatchConditions, MatchCondition{Name: name, Expression: expr, At: i})
 	}
+}
+
+// checkCondition checks a webhook's match condition as the API server does (a qualified name no
+// other condition has, an expression), giving the field that is wrong and why ("" when right);
+// it adds the name to seen.
+func checkCondition(name, expr string, seen map[string]bool) (field, msg string) {
+	switch {
+	case name == "":
+		return "name", "a match condition needs a name"
+	case len(validation.IsQualifiedName(name)) > 0:
+		return "name", fmt.Sprintf("%q is not a valid name (the API server refuses it): %s", name, strings.Join(validation.IsQualifiedName(name), "; "))
+	case seen[name]:
+		return "name", fmt.Sprintf("%q names another condition too: names must be unique", name)
+	case expr == "":
+		return "expression", "a match condition needs an expression"
+	}
+	seen[name] = true
+	return "", ""
 }
 
 // rule reads one mutate rule of p.

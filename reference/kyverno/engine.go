@@ -31,7 +31,8 @@
 //     only changes how fast a ConfigMap is found, is off).
 //   - The configuration (Kyverno's ConfigMap): config.NewDefaultConfiguration, which has no
 //     resource filters and no excluded users or groups, unless Setup.Config gives the ConfigMap's
-//     data (then loaded as Kyverno loads it). The Helm chart's ConfigMap filters many resources
+//     data (then loaded as Kyverno loads it; its webhook selectors and match conditions are
+//     evaluated, where the API server calls a webhook, by the API server's webhook code). The Helm chart's ConfigMap filters many resources
 //     (kube-system, Events, ...) and excludes system:nodes; a reference with those would say
 //     nothing about the policies for such requests, so they are only what the caller gives.
 //   - Discovery: the built-in kinds of client-go's scheme (plural guessed as the API server's
@@ -184,6 +185,9 @@ type Engine struct {
 	// own are the webhooks of the policies with match conditions, in the order the API server
 	// calls them.
 	own []*ownWebhook
+	// conditions are the match conditions of the general webhooks (Kyverno's configuration, its
+	// matchConditions key), compiled for each webhook (nil: none).
+	conditions []matchconditions.Matcher
 }
 
 // New builds the engine for the policies and the installation setup describes.
@@ -193,9 +197,6 @@ func New(setup Setup) (*Engine, error) {
 	cfg := config.NewDefaultConfiguration(false)
 	if setup.Config != nil {
 		cfg.Load(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.KyvernoConfigMapName(), Namespace: config.KyvernoNamespace()}, Data: setup.Config})
-		if len(cfg.GetMatchConditions()) > 0 {
-			return nil, errors.New("Kyverno's configuration: the match conditions of Kyverno's webhooks (matchConditions) are not reproduced by this reference")
-		}
 	}
 	client, err := newClient(setup.Resources)
 	if err != nil {
@@ -217,6 +218,19 @@ func New(setup Setup) (*Engine, error) {
 		logger:    logr.Discard(),
 	}
 	e.nsLister = corev1listers.NewNamespaceLister(e.nsIndexer)
+	if conds := cfg.GetMatchConditions(); len(conds) > 0 {
+		for _, w := range webhooks {
+			fp := admissionregistrationv1.Fail
+			if w.failurePolicy == "ignore" {
+				fp = admissionregistrationv1.Ignore
+			}
+			m, err := compileConditions(conds, fp, w.name)
+			if err != nil {
+				return nil, fmt.Errorf("Kyverno's configuration: matchConditions: %v", err)
+			}
+			e.conditions = append(e.conditions, m)
+		}
+	}
 	for i, u := range setup.Policies {
 		p, err := decodePolicy(u)
 		if err != nil {
@@ -274,18 +288,51 @@ func (e *Engine) ownWebhook(p kyvernov1.PolicyInterface, key string) (*ownWebhoo
 	if err := w.rules.Set(key, p, e.client.Discovery()); err != nil {
 		return nil, fmt.Errorf("Kyverno's policy cache: %w", err)
 	}
-	// As the API server compiles a mutating webhook's conditions (webhook.GetCompiledMatcher).
+	m, err := compileConditions(p.GetSpec().GetMatchConditions(), fp, w.name)
+	if err != nil {
+		return nil, fmt.Errorf("spec.webhookConfiguration.matchConditions: %v", err)
+	}
+	w.matcher = m
+	return w, nil
+}
+
+// compileConditions compiles a mutating webhook's match conditions as the API server does
+// (webhook.GetCompiledMatcher).
+func compileConditions(conds []admissionregistrationv1.MatchCondition, fp admissionregistrationv1.FailurePolicyType, name string) (matchconditions.Matcher, error) {
 	var exprs []plugincel.ExpressionAccessor
-	for _, c := range p.GetSpec().GetMatchConditions() {
+	for _, c := range conds {
 		exprs = append(exprs, &matchconditions.MatchCondition{Name: c.Name, Expression: c.Expression})
 	}
 	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	filter := compiler.CompileCondition(exprs, plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true}, environment.StoredExpressions)
 	for _, err := range filter.CompilationErrors() {
-		return nil, fmt.Errorf("spec.webhookConfiguration.matchConditions: %v", err)
+		return nil, err
 	}
-	w.matcher = matchconditions.NewMatcher(filter, &fp, "webhook", "admit", w.name)
-	return w, nil
+	return matchconditions.NewMatcher(filter, &fp, "webhook", "admit", name), nil
+}
+
+// generalCalled: does the API server call the general webhook of failurePolicy for the request
+// (the webhook's rules: the resources of every policy in the cache with that failure policy,
+// wherever a namespaced one is, on CREATE and UPDATE)?
+func (e *Engine) generalCalled(ctx context.Context, req admissionv1.AdmissionRequest, gvr schema.GroupVersionResource, failurePolicy string) bool {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return false
+	}
+	nss := []*corev1.Namespace{nil}
+	for _, p := range e.policies {
+		if p.IsNamespaced() {
+			nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.GetNamespace()}})
+		}
+	}
+	for _, ns := range nss {
+		for _, p := range e.pcache.GetPolicies(policycache.Mutate, gvr, req.SubResource, ns) {
+			fp := p.GetSpec().GetFailurePolicy(ctx)
+			if failurePolicy == "fail" && fp == kyvernov1.Fail || failurePolicy == "ignore" && fp == kyvernov1.Ignore {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decodePolicy decodes a ClusterPolicy or Policy with Kyverno's types (v2beta1 has v1's schema)
@@ -478,6 +525,21 @@ func (e *Engine) Admit(ctx context.Context, req Request) (resp Response) {
 			return false, "", fmt.Errorf("failed calling webhook %q: %w", w.name, err)
 		} else if !selected {
 			return false, "", nil
+		}
+		if i < len(webhooks) && e.conditions != nil {
+			// The match conditions of Kyverno's configuration, where the API server calls it.
+			if !e.generalCalled(ctx, ar.AdmissionRequest, gvr, w.failurePolicy) {
+				return false, "", nil
+			}
+			attrs, obj, oldObj := attributes(ar.AdmissionRequest, current, req.OldObject, gvk, gvr)
+			va := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: oldObj}
+			res := e.conditions[i].Match(ctx, va, nil, nil)
+			if res.Error != nil {
+				return false, fmt.Sprintf("failed calling webhook %q: failed to evaluate match conditions: %v", w.name, res.Error), nil
+			}
+			if !res.Matches {
+				return false, "", nil
+			}
 		}
 		if i >= len(webhooks) {
 			own := e.own[i-len(webhooks)]

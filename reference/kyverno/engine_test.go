@@ -371,6 +371,28 @@ spec:
 		config:   map[string]string{"webhooks": `{"objectSelector":{"matchLabels":{"mutate":"yes"}}}`},
 		object:   pod,
 	}, {
+		name:     "a match condition of Kyverno's configuration that does not hold skips its webhooks",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"matchConditions": `[{"name":"named-api","expression":"object.metadata.name == 'api'"}]`},
+		object:   pod,
+	}, {
+		name:     "a match condition of Kyverno's configuration that holds",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"matchConditions": `[{"name":"named","expression":"object.metadata.name != ''"}]`},
+		object:   pod,
+		want:     edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
+	}, {
+		name:     "a match condition of Kyverno's configuration that fails denies under Fail",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"matchConditions": `[{"name":"owner","expression":"object.metadata.annotations.owner == 'x'"}]`},
+		object:   pod,
+		denied:   "failed to evaluate match conditions",
+	}, {
+		name:     "a match condition of Kyverno's configuration is not evaluated for kinds no policy has",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		config:   map[string]string{"matchConditions": `[{"name":"owner","expression":"object.metadata.annotations.owner == 'x'"}]`},
+		object:   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
+	}, {
 		name:     "excludeGroups of Kyverno's configuration skips the request",
 		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
 		config:   map[string]string{"excludeGroups": "system:authenticated"},
@@ -472,15 +494,5 @@ func TestNewRefuses(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
-	}
-}
-
-// TestNewRefusesConfigMatchConditions: the match conditions of Kyverno's webhooks, from its
-// configuration, are not reproduced, so a configuration with some is refused.
-func TestNewRefusesConfigMatchConditions(t *testing.T) {
-	cfg := map[string]string{"matchConditions": `[{"name":"not-system","expression":"!request.userInfo.username.startsWith('system:')"}]`}
-	_, err := New(Setup{Policies: []*unstructured.Unstructured{obj(t, policy("team", "", "rules:\n"+labelRule("team", "team", "payments")))}, Config: cfg})
-	if err == nil || !strings.Contains(err.Error(), "matchConditions") {
-		t.Fatalf("err = %v, want a refusal of matchConditions", err)
 	}
 }

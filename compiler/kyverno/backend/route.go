@@ -78,6 +78,9 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 	if opts.KyvernoConfig != nil {
 		var problems []error
 		cfg, problems = kyverno.ReadConfig(opts.KyvernoConfig)
+		if cfg != nil {
+			problems = append(problems, configConditions(env, cfg)...)
+		}
 		if len(problems) > 0 {
 			// No policy can be compiled as Kyverno runs it: each is refused, the
 			// configuration's problems reported once.
@@ -453,12 +456,14 @@ const (
 )
 
 // configured lowers what Kyverno's configuration (resourceFilters, excludeUsernames,
-// excludeGroups) makes its webhook handler skip for the policy's kinds. Kyverno's handler decides
-// it after the API server decided to call the webhook: where the policy has match conditions of
-// its own, one that fails must still fail the request (under Fail) when the configuration skips
-// it, so there the configuration guards each mutation instead (a skipped request is not changed,
-// as Kyverno's handler answers it without a patch); elsewhere it is the policy's own conditions,
-// which spare the API server the whole policy.
+// excludeGroups) makes its webhook handler skip for the policy's kinds, and the match conditions
+// of Kyverno's webhooks (for a policy without conditions of its own, which has a webhook of its
+// own with those instead). Kyverno's handler decides what it skips after the API server decided
+// to call the webhook: where the webhook has match conditions, one that fails must still fail
+// the request (under Fail) when the configuration skips it, so there the configuration guards
+// each mutation instead (a skipped request is not changed, as Kyverno's handler answers it
+// without a patch); elsewhere it is the policy's own conditions, which spare the API server the
+// whole policy.
 func configured(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, kinds []gk) (installation, error) {
 	in := installation{guard: cel.True}
 	if cfg.IsZero() {
@@ -469,7 +474,14 @@ func configured(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, kinds []gk
 		ks = append(ks, lower.Kind{Group: k.Group, Version: k.Version, Kind: k.Kind})
 	}
 	resources, users := lower.Unfiltered(cfg, ks)
-	if len(p.MatchConditions) > 0 {
+	if len(p.MatchConditions) > 0 || len(cfg.MatchConditions) > 0 {
+		// A policy with conditions of its own has a webhook of its own, with those instead of
+		// the configuration's.
+		if len(p.MatchConditions) == 0 {
+			for _, c := range cfg.MatchConditions {
+				in.conditions = append(in.conditions, emit.Condition{Name: c.Name, Expression: c.Expression})
+			}
+		}
 		in.guard = cel.And(resources, users)
 		return in, nil
 	}
@@ -490,6 +502,39 @@ func configured(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, kinds []gk
 		in.conditions = append(in.conditions, emit.Condition{Name: c.name, Expression: s})
 	}
 	return in, nil
+}
+
+// configConditions checks the expressions of the match conditions of Kyverno's webhooks, as
+// matchConditions checks a policy's own.
+func configConditions(env *cel.Env, cfg *kyverno.Config) []error {
+	var out []error
+	for _, c := range cfg.MatchConditions {
+		refuse := func(format string, args ...any) {
+			d := cfg.Doc
+			out = append(out, &diag.Problem{File: d.File, Line: d.LineOf("data", "matchConditions"), Object: d.Object.GetKind() + "/" + d.Object.GetName(),
+				Field: "data.matchConditions", Msg: fmt.Sprintf("[%d] (%s): %s", c.At, c.Name, fmt.Sprintf(format, args...))})
+		}
+		ids, err := env.Identifiers(c.Expression)
+		if err != nil {
+			refuse("%q does not parse: %v", c.Expression, err)
+			continue
+		}
+		bad := false
+		for _, id := range ids {
+			if why, ok := notInWebhookConditions[id]; ok {
+				refuse("%q reads %s: %s", c.Expression, id, why)
+				bad = true
+				break
+			}
+		}
+		if bad {
+			continue
+		}
+		if err := env.CheckCondition(c.Expression); err != nil {
+			refuse("%q: %v", c.Expression, err)
+		}
+	}
+	return out
 }
 
 // notInWebhookConditions are the variables of a MutatingAdmissionPolicy's match conditions

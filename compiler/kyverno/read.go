@@ -167,10 +167,6 @@ const maxMatchConditions = 64
 // compiled with the policy's other expressions.
 func (r *reader) matchConditions(p *Policy, conds []any, path []string) {
 	const field = "spec.webhookConfiguration.matchConditions"
-	if p.Kind == "Policy" {
-		r.problem(path, field, "not supported yet for a namespaced Policy: mapc verify's reference does not reproduce Kyverno's webhook of its own for one; use a ClusterPolicy, or preconditions")
-		return
-	}
 	if len(conds) > maxMatchConditions {
 		r.problem(path, field, "%d conditions: the API server accepts at most %d on one webhook", len(conds), maxMatchConditions)
 		return

@@ -52,8 +52,7 @@
 // (k8s.io/apiserver's webhook matchconditions, with the policy's failure policy: an error denies
 // under Fail and skips the webhook under Ignore); its handler runs that policy alone.
 //
-// Refused rather than approximated: a namespaced Policy with match conditions, and verifyImages
-// rules (they reach registries).
+// Refused rather than approximated: verifyImages rules (they reach registries).
 package kyverno
 
 import (
@@ -274,8 +273,12 @@ func New(setup Setup) (*Engine, error) {
 type ownWebhook struct {
 	name, failurePolicy string
 	policy              kyvernov1.PolicyInterface
-	rules               policycache.Cache
-	matcher             matchconditions.Matcher
+	// namespace is a Policy's namespace (nil for a ClusterPolicy), under which the cache keeps
+	// it: the webhook's rules are its kinds in every namespace (Kyverno's engine then matches
+	// the Policy only in its own).
+	namespace *corev1.Namespace
+	rules     policycache.Cache
+	matcher   matchconditions.Matcher
 }
 
 func (e *Engine) ownWebhook(p kyvernov1.PolicyInterface, key string) (*ownWebhook, error) {
@@ -284,7 +287,12 @@ func (e *Engine) ownWebhook(p kyvernov1.PolicyInterface, key string) (*ownWebhoo
 	if p.GetSpec().GetFailurePolicy(context.Background()) == kyvernov1.Ignore {
 		w.failurePolicy, fp = "ignore", admissionregistrationv1.Ignore
 	}
+	// Named as Kyverno names it (webhook.key): the namespace first for a Policy.
 	w.name = "mutate.kyverno.svc-" + w.failurePolicy + "-finegrained-" + p.GetName()
+	if p.IsNamespaced() {
+		w.name = "mutate.kyverno.svc-" + w.failurePolicy + "-finegrained-" + p.GetNamespace() + "-" + p.GetName()
+		w.namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.GetNamespace()}}
+	}
 	if err := w.rules.Set(key, p, e.client.Discovery()); err != nil {
 		return nil, fmt.Errorf("Kyverno's policy cache: %w", err)
 	}
@@ -358,9 +366,6 @@ func decodePolicy(u *unstructured.Unstructured) (kyvernov1.PolicyInterface, erro
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, p, true); err != nil {
 		return nil, fmt.Errorf("%s: %w", u.GetKind()+"/"+u.GetName(), err)
-	}
-	if p.GetSpec().CustomWebhookMatchConditions() && p.IsNamespaced() {
-		return nil, fmt.Errorf("%s: spec.webhookConfiguration.matchConditions: a namespaced Policy's own webhook is not reproduced by this reference", policyName(p))
 	}
 	if p.GetSpec().HasVerifyImages() {
 		return nil, fmt.Errorf("%s: verifyImages rules reach image registries; not reproduced by this reference", policyName(p))
@@ -624,7 +629,7 @@ func (e *Engine) calls(ctx context.Context, own *ownWebhook, req admissionv1.Adm
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return false, nil
 	}
-	if len(own.rules.GetPolicies(policycache.Mutate, gvr, req.SubResource, nil)) == 0 {
+	if len(own.rules.GetPolicies(policycache.Mutate, gvr, req.SubResource, own.namespace)) == 0 {
 		return false, nil
 	}
 	attrs, obj, oldObj := attributes(req, current, old, gvk, gvr)

@@ -393,6 +393,24 @@ spec:
 		config:   map[string]string{"matchConditions": `[{"name":"owner","expression":"object.metadata.annotations.owner == 'x'"}]`},
 		object:   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n",
 	}, {
+		name:     "a Policy with match conditions of its own, in its namespace",
+		policies: []string{policy("team", "default", "webhookConfiguration:\n  matchConditions:\n  - name: owned\n    expression: object.metadata.annotations.owner == 'x'\nrules:\n"+labelRule("team", "team", "payments"))},
+		object:   strings.Replace(pod, "  labels:\n", "  annotations:\n    owner: x\n  labels:\n", 1),
+		want: edit(t, strings.Replace(pod, "  labels:\n", "  annotations:\n    owner: x\n  labels:\n", 1), func(o map[string]any) {
+			labels(o)["team"] = "payments"
+		}),
+	}, {
+		name:      "a Policy's own webhook is called in every namespace, and its conditions evaluated",
+		policies:  []string{policy("team", "default", "webhookConfiguration:\n  matchConditions:\n  - name: owned\n    expression: object.metadata.annotations.owner == 'x'\nrules:\n"+labelRule("team", "team", "payments"))},
+		object:    strings.Replace(pod, "namespace: default", "namespace: shop", 1),
+		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		denied:    `failed calling webhook "mutate.kyverno.svc-fail-finegrained-default-team": failed to evaluate match conditions`,
+	}, {
+		name:      "a Policy with match conditions mutates only in its namespace",
+		policies:  []string{policy("team", "default", "webhookConfiguration:\n  matchConditions:\n  - name: any\n    expression: \"true\"\nrules:\n"+labelRule("team", "team", "payments"))},
+		object:    strings.Replace(pod, "namespace: default", "namespace: shop", 1),
+		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+	}, {
 		name:     "excludeGroups of Kyverno's configuration skips the request",
 		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
 		config:   map[string]string{"excludeGroups": "system:authenticated"},
@@ -484,7 +502,6 @@ func TestNewRefuses(t *testing.T) {
 		{"not a policy", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n", "v1 ConfigMap is not a Kyverno policy"},
 		{"a Policy without a namespace", "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata:\n  name: x\nspec: {}\n", "Policy/x has no namespace"},
 		{"an unknown field", policy("x", "", "rulez: []\n"), "rulez"},
-		{"a Policy with match conditions of its own", policy("x", "default", "webhookConfiguration:\n  matchConditions:\n  - name: a\n    expression: 'true'\nrules:\n"+labelRule("a", "b", "c")), "spec.webhookConfiguration.matchConditions"},
 		{"match conditions that do not compile", policy("x", "", "webhookConfiguration:\n  matchConditions:\n  - name: a\n    expression: 'object.metadata.name + 1'\nrules:\n"+labelRule("a", "b", "c")), "spec.webhookConfiguration.matchConditions"},
 	}
 	for _, tc := range tests {

@@ -135,7 +135,7 @@ func (r *reader) spec(p *Policy, spec map[string]any) {
 			case "All":
 			case "One":
 				p.ApplyOne = true
-				r.problem(path, "spec.applyRules", "One (stop after the first rule that applied) is not supported: a MutatingAdmissionPolicy runs every mutation; split the rules into policies or use All")
+				r.problem(path, "spec.applyRules", "One (stop after the first rule that applied) is not supported: Kyverno counts a rule as applied when its patch changed the object's JSON (a rewrite that changes nothing but key order counts too), which a later mutation cannot tell from the object it gets; make the rules exclude each other with preconditions and use All")
 			default:
 				r.problem(path, "spec.applyRules", "%q is not valid: use All or One", s)
 			}

@@ -42,8 +42,8 @@ type Config struct {
 	Doc             *source.Document
 }
 
-// ResourceFilter is one [kind,namespace,name] of resourceFilters, its kind parsed as Kyverno parses it
-// (kubeutils.ParseKindSelector); every field is a wildcard pattern.
+// ResourceFilter is one [kind,namespace,name] of resourceFilters, its kind parsed as Kyverno
+// parses it (ParseKindSelector); every field is a wildcard pattern.
 type ResourceFilter struct {
 	Group, Version, Kind, Subresource, Namespace, Name string
 	// Text is the filter as written.
@@ -183,16 +183,17 @@ func newFilter(kind, namespace, name string) ResourceFilter {
 	if kind == "" {
 		return ResourceFilter{}
 	}
-	g, v, k, s := parseKindSelector(kind)
+	g, v, k, s := ParseKindSelector(kind)
 	return ResourceFilter{Group: g, Version: v, Kind: k, Subresource: s, Namespace: namespace, Name: name}
 }
 
 var versionRe = regexp.MustCompile(`^(v\d((alpha|beta)\d)?|\*)$`)
 
-// parseKindSelector is Kyverno's kubeutils.ParseKindSelector: Kind, Kind/subresource,
+// ParseKindSelector is Kyverno's kubeutils.ParseKindSelector (for rules' kinds and resource
+// filters alike): Kind, Kind/subresource,
 // Version/Kind, */subresource, */*, Group/Version/Kind, Version/Kind/subresource,
 // Group/Version/Kind/subresource; the last part's dots also split ("Kind.subresource").
-func parseKindSelector(input string) (string, string, string, string) {
+func ParseKindSelector(input string) (string, string, string, string) {
 	parts := strings.Split(input, "/")
 	if len(parts) > 0 {
 		parts = append(parts[:len(parts)-1], strings.Split(parts[len(parts)-1], ".")...)

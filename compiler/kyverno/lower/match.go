@@ -82,36 +82,11 @@ func resourceNamespace() cel.Expr {
 // Kind is one entry of a filter's kinds, as Kyverno parses it (pkg/utils/kube ParseKindSelector).
 type Kind struct{ Group, Version, Kind, Subresource string }
 
-var versionRegex = regexp.MustCompile(`^v\d+((alpha|beta)\d+)?$|^\*$`)
-
 // ParseKind parses "Kind", "Version/Kind", "Group/Version/Kind", "Kind/subresource" (also
-// "Kind.subresource") as Kyverno does.
+// "Kind.subresource") as Kyverno does (kyverno.ParseKindSelector).
 func ParseKind(input string) Kind {
-	parts := strings.Split(input, "/")
-	parts = append(parts[:len(parts)-1], strings.Split(parts[len(parts)-1], ".")...)
-	switch len(parts) {
-	case 1:
-		return Kind{"*", "*", parts[0], ""}
-	case 2:
-		if parts[0] == "*" && parts[1] == "*" {
-			return Kind{"*", "*", "*", "*"}
-		}
-		if parts[0] == "*" && strings.ToLower(parts[1]) == parts[1] {
-			return Kind{"*", "*", parts[0], parts[1]}
-		}
-		if versionRegex.MatchString(parts[0]) {
-			return Kind{"*", parts[0], parts[1], ""}
-		}
-		return Kind{"*", "*", parts[0], parts[1]}
-	case 3:
-		if versionRegex.MatchString(parts[0]) {
-			return Kind{"*", parts[0], parts[1], parts[2]}
-		}
-		return Kind{parts[0], parts[1], parts[2], ""}
-	case 4:
-		return Kind{parts[0], parts[1], parts[2], parts[3]}
-	}
-	return Kind{}
+	g, v, k, s := kyverno.ParseKindSelector(input)
+	return Kind{g, v, k, s}
 }
 
 // kindMatch is the request's kind against one kinds entry.

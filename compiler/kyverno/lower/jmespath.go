@@ -411,15 +411,7 @@ func (c *lowering) operand(n jmespath.ASTNode, cur value) (value, error) {
 }
 
 // isPathStep: is n a field, an index or a path of them (a step that gives null on null)?
-func isPathStep(n jmespath.ASTNode) bool {
-	switch n.NodeType {
-	case jmespath.ASTField, jmespath.ASTIndex:
-		return true
-	case jmespath.ASTSubexpression, jmespath.ASTIndexExpression:
-		return isPathStep(n.Children[0]) && isPathStep(n.Children[1])
-	}
-	return false
-}
+func isPathStep(n jmespath.ASTNode) bool { return notPath(n) == nil }
 
 // nodeName says what n is, for refusals.
 func nodeName(n jmespath.ASTNode) string {

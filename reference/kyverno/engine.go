@@ -32,9 +32,10 @@
 //   - The configuration (Kyverno's ConfigMap): config.NewDefaultConfiguration, which has no
 //     resource filters and no excluded users or groups, unless Setup.Config gives the ConfigMap's
 //     data (then loaded as Kyverno loads it; its webhook selectors and match conditions are
-//     evaluated, where the API server calls a webhook, by the API server's webhook code). The Helm chart's ConfigMap filters many resources
-//     (kube-system, Events, ...) and excludes system:nodes; a reference with those would say
-//     nothing about the policies for such requests, so they are only what the caller gives.
+//     evaluated, where the API server calls a webhook, by the API server's webhook code). The
+//     Helm chart's ConfigMap filters many resources (kube-system, Events, ...) and excludes
+//     system:nodes; a reference with those would say nothing about the policies for such
+//     requests, so they are only what the caller gives (mapc's --kyverno-config).
 //   - Discovery: the built-in kinds of client-go's scheme (plural guessed as the API server's
 //     REST mapper does for them), plus Setup.Resources for custom ones.
 //   - Namespaces: only the request's own (Request.Namespace, else one with only its

@@ -513,4 +513,33 @@ spec:
 	if code != 1 || !strings.Contains(errs, "ns.yaml:6: ConfigMap/kyverno: data.matchConditions: [0] (team): ") || !strings.Contains(errs, "reads namespaceObject") {
 		t.Errorf("a webhook match condition reading namespaceObject: exit %d\n%s", code, errs)
 	}
+	// A policy with conditions of its own whose every request the configuration skips.
+	own := writeFile(t, dir, "own.yaml", `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: own
+spec:
+  webhookConfiguration:
+    matchConditions:
+    - name: any
+      expression: "true"
+  rules:
+  - name: label
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            a: b
+`)
+	all := writeFile(t, dir, "all.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kyverno\ndata:\n  resourceFilters: '[ConfigMap,*,*]'\n")
+	report := dir + "/report.json"
+	code, _, errs = runCLI(t, "", "compile", "-f", own, "--kyverno-config", all, "--report", report)
+	data, err := os.ReadFile(report)
+	if code != 0 || err != nil || !strings.Contains(string(data), "Kyverno's configuration (its resource filters or excluded users) skips every request its rules match") {
+		t.Errorf("a policy the configuration skips entirely: exit %d, report %s (%v)\n%s", code, data, err, errs)
+	}
 }

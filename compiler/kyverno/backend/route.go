@@ -132,7 +132,11 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 			if err == nil && pol != nil && p.FailurePolicy == "Ignore" {
 				ignorePolicies++
 			}
-			if err != nil {
+			var lo leftOut
+			if errors.As(err, &lo) {
+				st.Status = route.LeftOut
+				st.Reasons = []string{string(lo)}
+			} else if err != nil {
 				problems = append(problems, err)
 			} else if pol == nil {
 				st.Status = route.LeftOut
@@ -337,7 +341,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		return nil, 0, err
 	}
 	if installed.guard == cel.False {
-		return nil, mayFail, nil // Kyverno's configuration skips every request the rules match
+		return nil, 0, leftOut("Kyverno's configuration (its resource filters or excluded users) skips every request its rules match")
 	}
 	for _, step := range steps(rules) {
 		e, parts := step.expr()
@@ -441,6 +445,11 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	}
 	return pol, mayFail, err
 }
+
+// leftOut is why a policy is left out, not compiled nor refused.
+type leftOut string
+
+func (l leftOut) Error() string { return string(l) }
 
 // installation is what Kyverno's configuration adds to a policy: match conditions, or, for a
 // policy with match conditions of its own, a guard in front of each mutation.

@@ -467,13 +467,19 @@ func (r *reader) resources(f *Filter, v any, path []string, field string) {
 				r.problem(kp, kf, "must be a label selector (matchLabels, matchExpressions)")
 				continue
 			}
-			if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			if wildcardKeys(sel) {
+				r.problem(kp, kf, "wildcards in the keys of matchLabels are not supported yet: Kyverno replaces each such entry with a label of the object it matches, chosen in Go's random map order, so another entry of the same key can be overwritten or not")
+				continue
+			}
+			exact, _ := SplitSelector(sel)
+			if _, err := metav1.LabelSelectorAsSelector(exact); err != nil {
 				r.problem(kp, kf, "%v", err)
 				continue
 			}
-			if wildcardSelector(sel) {
-				r.problem(kp, kf, "wildcards in label selectors are not supported yet: the rule cannot be translated")
-				continue
+			for key := range sel.MatchLabels {
+				if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+					r.problem(kp, kf, "key %q: %s", key, strings.Join(errs, "; "))
+				}
 			}
 			if k == "selector" {
 				f.Selector = sel
@@ -486,14 +492,34 @@ func (r *reader) resources(f *Filter, v any, path []string, field string) {
 	}
 }
 
-// wildcardSelector: does the selector use Kyverno's wildcards (in matchLabels keys or values)?
-func wildcardSelector(sel *metav1.LabelSelector) bool {
-	for k, v := range sel.MatchLabels {
-		if strings.ContainsAny(k+v, "*?") {
+// wildcardKeys: does the selector use Kyverno's wildcards in matchLabels keys?
+func wildcardKeys(sel *metav1.LabelSelector) bool {
+	for k := range sel.MatchLabels {
+		if strings.ContainsAny(k, "*?") {
 			return true
 		}
 	}
 	return false
+}
+
+// SplitSelector splits a selector of a match or exclude block into the selector without the
+// matchLabels entries whose value holds Kyverno's wildcards, and those entries. Kyverno
+// (wildcards.ReplaceInSelector) replaces such an entry with the object's label of that key when
+// its value matches the pattern, and else with the pattern's * and ? made 0 (which the label
+// cannot equal, as the pattern would match it, or which is no valid value, failing the selector
+// as not matching): the entry holds exactly where the label is there and its value matches.
+func SplitSelector(sel *metav1.LabelSelector) (exact *metav1.LabelSelector, wildcards map[string]string) {
+	exact = sel.DeepCopy()
+	for k, v := range sel.MatchLabels {
+		if strings.ContainsAny(v, "*?") {
+			if wildcards == nil {
+				wildcards = map[string]string{}
+			}
+			wildcards[k] = v
+			delete(exact.MatchLabels, k)
+		}
+	}
+	return exact, wildcards
 }
 
 // parseJSON6902 reads patchesJson6902: a YAML or JSON list of operations.

@@ -12,12 +12,15 @@ package lower
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/kyverno"
@@ -153,7 +156,7 @@ func Filter(f kyverno.Filter) (cel.Expr, error) {
 		}
 	}
 	if f.Selector != nil {
-		c, err := cel.LabelSelector(f.Selector, orValue(metadata, "labels", cel.Map(nil, nil)))
+		c, err := selector(f.Selector, orValue(metadata, "labels", cel.Map(nil, nil)))
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +166,7 @@ func Filter(f kyverno.Filter) (cel.Expr, error) {
 		ns := cel.Ident("namespaceObject")
 		md := cel.Field(ns, "metadata")
 		lbls := cel.Cond(cel.Or(cel.Bin("==", ns, cel.Null()), cel.Not(cel.Has(md, "labels"))), cel.Map(nil, nil), cel.Field(md, "labels"))
-		c, err := cel.LabelSelector(f.NamespaceSelector, lbls)
+		c, err := selector(f.NamespaceSelector, lbls)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +174,27 @@ func Filter(f kyverno.Filter) (cel.Expr, error) {
 	}
 	if len(f.Subjects) > 0 {
 		cs = append(cs, subjects(f.Subjects))
+	}
+	return cel.And(cs...), nil
+}
+
+// selector is Kyverno's match of the labels lbls against sel (pkg/utils/match CheckSelector):
+// the selector's requirements, a matchLabels entry whose value holds wildcards met where the
+// label is there and its value matches (see kyverno.SplitSelector) and is a valid label value
+// (Kyverno puts the label's value in the selector it then parses: one that is not valid, which
+// the object can hold at admission, fails the selector, as not matching).
+func selector(sel *metav1.LabelSelector, lbls cel.Expr) (cel.Expr, error) {
+	exact, wild := kyverno.SplitSelector(sel)
+	c, err := cel.LabelSelector(exact, lbls)
+	if err != nil {
+		return nil, err
+	}
+	cs := []cel.Expr{c}
+	for _, k := range slices.Sorted(maps.Keys(wild)) {
+		v := cel.Index(lbls, cel.Str(k))
+		valid := cel.And(cel.Bin("<=", cel.Call("size", v), cel.Int(int64(validation.LabelValueMaxLength))),
+			cel.Method(v, "matches", cel.Str("^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")))
+		cs = append(cs, cel.And(cel.Bin("in", cel.Str(k), lbls), Glob(wild[k], v), valid))
 	}
 	return cel.And(cs...), nil
 }

@@ -47,6 +47,27 @@ var podControllerGVK = map[string]string{
 	"Pod":                   "v1/Pod",
 }
 
+// PodTemplate is where a Pod controller of group and kind holds its Pod template, as Kyverno's
+// autogen patches it (spec.template; a CronJob's spec.jobTemplate.spec.template), nil for other
+// kinds.
+func PodTemplate(group, kind string) []string {
+	gvk, ok := podControllerGVK[kind]
+	if !ok || kind == "Pod" {
+		return nil
+	}
+	g := "" // "v1/Kind" is the core group's
+	if parts := strings.Split(gvk, "/"); len(parts) == 3 {
+		g = parts[0]
+	}
+	if g != group {
+		return nil
+	}
+	if kind == podControllerCronJob {
+		return []string{"spec", "jobTemplate", "spec", "template"}
+	}
+	return []string{"spec", "template"}
+}
+
 // ComputeRules returns the rules Kyverno applies for policy: its own rules, with, when autogen
 // applies, those named autogen-... replaced by the generated ones (autogen-<rule> for the
 // controllers other than CronJob, autogen-cronjob-<rule> for CronJob, after each rule they come

@@ -187,8 +187,6 @@ func newFilter(kind, namespace, name string) ResourceFilter {
 	return ResourceFilter{Group: g, Version: v, Kind: k, Subresource: s, Namespace: namespace, Name: name}
 }
 
-var versionRe = regexp.MustCompile(`^(v\d((alpha|beta)\d)?|\*)$`)
-
 // ParseKindSelector is Kyverno's kubeutils.ParseKindSelector (for rules' kinds and resource
 // filters alike): Kind, Kind/subresource,
 // Version/Kind, */subresource, */*, Group/Version/Kind, Version/Kind/subresource,
@@ -208,12 +206,12 @@ func ParseKindSelector(input string) (string, string, string, string) {
 		if parts[0] == "*" && strings.ToLower(parts[1]) == parts[1] {
 			return "*", "*", parts[0], parts[1]
 		}
-		if versionRe.MatchString(parts[0]) {
+		if versionRegex.MatchString(parts[0]) {
 			return "*", parts[0], parts[1], ""
 		}
 		return "*", "*", parts[0], parts[1]
 	case 3:
-		if versionRe.MatchString(parts[0]) {
+		if versionRegex.MatchString(parts[0]) {
 			return "*", parts[0], parts[1], parts[2]
 		}
 		return parts[0], parts[1], parts[2], ""

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 )
 
 // Apply is the ApplyConfiguration that gives Kyverno's merge of patch (a patchStrategicMerge,
@@ -21,14 +24,13 @@ import (
 // then fails to decode, while an apply fails the mutation (under Ignore, skipped). Anything else
 // — other fields, lists, conditions, removals, directives — is left to the JSONPatch lowering.
 func Apply(apiVersion, kind string, patch map[string]any) (cel.Expr, string) {
-	group, _, _ := strings.Cut(apiVersion, "/")
-	if !strings.Contains(apiVersion, "/") {
-		group = ""
-	}
 	structs := map[string]bool{"metadata": true}
-	for _, p := range templateMetadata[group+"/"+kind] {
-		for i := range p {
-			structs[strings.Join(p[:i+1], ".")] = true
+	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
+		if t := kyverno.PodTemplate(gv.Group, kind); t != nil {
+			p := append(t, "metadata")
+			for i := range p {
+				structs[strings.Join(p[:i+1], ".")] = true
+			}
 		}
 	}
 	a := &applier{structs: structs}
@@ -41,21 +43,6 @@ func Apply(apiVersion, kind string, patch map[string]any) (cel.Expr, string) {
 	}
 	return obj, ""
 }
-
-// templateMetadata: the Pod template's metadata in the Pod controllers and CronJobs (by
-// "group/Kind"), the places of Kyverno's autogen rules.
-var templateMetadata = map[string][][]string{
-	"apps/Deployment":        {{"spec", "template", "metadata"}},
-	"apps/DaemonSet":         {{"spec", "template", "metadata"}},
-	"apps/StatefulSet":       {{"spec", "template", "metadata"}},
-	"apps/ReplicaSet":        {{"spec", "template", "metadata"}},
-	"batch/Job":              {{"spec", "template", "metadata"}},
-	"/ReplicationController": {{"spec", "template", "metadata"}},
-	"batch/CronJob":          {{"spec", "jobTemplate", "spec", "template", "metadata"}},
-}
-
-// NoApply says, for explain, why a patch is a JSONPatch when Apply gives none.
-const NoApply = "an ApplyConfiguration gives Kyverno's result only for patches that set labels and annotations"
 
 type applier struct {
 	structs map[string]bool // the dotted paths of the structs the patch may go through

@@ -33,7 +33,10 @@ func TestApply(t *testing.T) {
 			want: `Object{spec: Object.spec{jobTemplate: Object.spec.jobTemplate{spec: Object.spec.jobTemplate.spec{template: Object.spec.jobTemplate.spec.template{metadata: Object.spec.jobTemplate.spec.template.metadata{labels: {"team": "a"}}}}}}}`},
 		{name: "empty maps dropped", apiVersion: "v1", kind: "Pod", patch: `{metadata: {labels: {team: a}, annotations: {}}}`,
 			want: `Object{metadata: Object.metadata{labels: {"team": "a"}}}`},
+		{name: "ReplicationController template", apiVersion: "v1", kind: "ReplicationController", patch: `{spec: {template: {metadata: {labels: {team: a}}}}}`,
+			want: `Object{spec: Object.spec{template: Object.spec.template{metadata: Object.spec.template.metadata{labels: {"team": "a"}}}}}`},
 		// Counter-cases.
+		{name: "a kind of another group named like a controller", apiVersion: "example.com/v1", kind: "Deployment", patch: `{spec: {template: {metadata: {labels: {team: a}}}}}`, whyNot: "spec: not labels"},
 		{name: "nothing left", apiVersion: "v1", kind: "Pod", patch: `{metadata: {labels: {}}}`, whyNot: "changes nothing"},
 		{name: "a Pod's spec", apiVersion: "v1", kind: "Pod", patch: `{spec: {template: {metadata: {labels: {team: a}}}}}`, whyNot: "spec: not labels or annotations"},
 		{name: "a template where the kind has none", apiVersion: "v1", kind: "Service", patch: `{spec: {template: {metadata: {labels: {team: a}}}}}`, whyNot: "spec: not labels"},

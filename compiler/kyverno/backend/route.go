@@ -237,7 +237,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		}
 		kinds = append(kinds, rk...)
 		if slices.Contains(rk, gk{Version: "v1", Kind: "Pod"}) && changesEphemeralContainers(r) {
-			return nil, 0, problem(p, r, "mutate", errors.New("changes ephemeral containers: Kyverno's webhook is also called for pods/ephemeralcontainers wherever a policy has Pod rules (kubectl debug adds ephemeral containers there) and runs the Pod rules on it; the compiled policy does not intercept that subresource yet, so the ephemeral containers added later would not be changed"))
+			return nil, 0, problem(p, r, "mutate", errors.New("changes ephemeral containers: Kyverno's webhook is also called for pods/ephemeralcontainers wherever a policy has Pod rules (kubectl debug adds ephemeral containers there) and runs the Pod rules on it; the compiled policy does not intercept that subresource yet, so the ephemeral containers added later would not be changed: keep this rule on Kyverno, or leave the ephemeral containers out of it"))
 		}
 		guard, err := lower.Rule(p, r)
 		if err != nil {

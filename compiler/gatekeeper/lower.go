@@ -31,6 +31,11 @@ func Lower(src ir.Source, d *Decoded) (*ir.Mutation, string, error) {
 	var pathTests []unversioned.PathTest
 	var tester *patht.Tester
 	path := d.Mutator.Path()
+	if len(path.Nodes) == 0 {
+		// Gatekeeper accepts a ModifySet without a location, then fails every request it
+		// matches ("attempting to mutate an empty target location").
+		return nil, "", &FieldError{Field: "spec.location", Msg: "is empty: Gatekeeper accepts the mutator but fails every request it matches"}
+	}
 	var err error
 	switch o := d.Object.(type) {
 	case *unversioned.Assign:

@@ -175,7 +175,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		// Each distinct guard becomes a policy variable, evaluated once per expression however
 		// many steps and shared-node conditions use it.
-		vars, merr := guardVariables(pr, members, guards)
+		parts, vars, merr := guardVariables(pr, members, guards)
 		if merr != nil {
 			return nil, merr
 		}
@@ -185,15 +185,17 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if lerr != nil {
 			return nil, &mutationError{members[0], lerr}
 		}
-		checker, verr := env.WithVariables(append(append([]cel.Variable(nil), vars...), labelVars...))
+		checker, verr := env.WithVariables(append(append(append([]cel.Variable(nil), parts...), vars...), labelVars...))
 		if verr != nil {
 			return nil, &mutationError{members[0], verr}
 		}
 		// Every guard is a boolean variable, so that a step's operations under it are checked
 		// without it (fusedParts): shapes then repeat across steps with different matches.
-		for _, v := range vars {
-			if t := checker.VariableType(v.Name); t != "bool" {
-				return nil, &mutationError{members[0], fmt.Errorf("internal error: the match variable %s is of type %s, not bool", v.Name, t)}
+		for _, m := range members {
+			if name, ok := cel.AsVarRef(guards[m]); ok {
+				if t := checker.VariableType(name); t != "bool" {
+					return nil, &mutationError{m, fmt.Errorf("internal error: the match variable %s is of type %s, not bool", name, t)}
+				}
 			}
 		}
 		seq := sequence(groups, b.groups, guards)
@@ -231,7 +233,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		var muts []emit.Mutation
 		checked := map[string]bool{}
 		var taken []string
-		for _, v := range append(append([]cel.Variable(nil), vars...), labelVars...) {
+		for _, v := range append(append(append([]cel.Variable(nil), parts...), vars...), labelVars...) {
 			taken = append(taken, v.Name)
 		}
 		keys := cel.NewKeyLists(minKeyLookups, taken)
@@ -271,7 +273,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if verr != nil {
 			return nil, &mutationError{members[0], verr}
 		}
-		vars = append(vars, used...)
+		vars = append(append(parts, vars...), used...)
 		if kv := keys.Variables(); len(kv) > 0 {
 			printed, err := printVariables(pr, kv)
 			if err != nil {
@@ -1139,47 +1141,65 @@ func fusedName(m ir.Match, resources *emit.Resources) string {
 
 // guardVariables replaces, in guards, every guard other than true by a reference to a policy
 // variable holding it (one per distinct guard, named after the first mutator, in order), and
-// returns the variables.
-func guardVariables(pr printer, members []*ir.Mutation, guards map[*ir.Mutation]cel.Expr) ([]cel.Variable, *mutationError) {
+// returns the variables: first the parts the guards share (cel.ShareParts: match_part_1, ...,
+// or the name of the guard a part is the whole of), then the other guards.
+func guardVariables(pr printer, members []*ir.Mutation, guards map[*ir.Mutation]cel.Expr) (parts, vars []cel.Variable, _ *mutationError) {
 	count := map[string]int{}
+	var distinct []cel.Expr
+	var firstOf []*ir.Mutation
+	index := map[string]int{}
 	for _, m := range members {
 		if g, ok := guards[m]; ok && g != cel.True {
-			count[cel.String(g)]++
+			text := cel.String(g)
+			if _, ok := index[text]; !ok {
+				index[text] = len(distinct)
+				distinct = append(distinct, g)
+				firstOf = append(firstOf, m)
+			}
+			count[text]++
 		}
 	}
-	var vars []cel.Variable
-	byText := map[string]string{}
+	// A guard of one mutator is named after it; one several share, by number.
+	names := make([]string, len(distinct))
 	used := map[string]bool{}
-	shared := 0
-	for _, m := range members {
-		g, ok := guards[m]
-		if !ok || g == cel.True {
-			continue
+	nshared := 0
+	for i, g := range distinct {
+		base := variableName(firstOf[i].Source)
+		if count[cel.String(g)] > 1 {
+			nshared++
+			base = fmt.Sprintf("shared_match_%d", nshared)
 		}
-		text := cel.String(g)
-		name, ok := byText[text]
-		if !ok {
-			// A guard of one mutator is named after it; one several share, by number.
-			base := variableName(m.Source)
-			if count[text] > 1 {
-				shared++
-				base = fmt.Sprintf("shared_match_%d", shared)
-			}
-			name = base
-			for i := 2; used[name]; i++ {
-				name = fmt.Sprintf("%s_%d", base, i)
-			}
-			used[name] = true
-			byText[text] = name
-			printed, err := pr.env.Print(g)
-			if err != nil {
-				return nil, &mutationError{m, err}
-			}
-			vars = append(vars, cel.Variable{Name: name, Expression: printed})
+		name := base
+		for k := 2; used[name]; k++ {
+			name = fmt.Sprintf("%s_%d", base, k)
 		}
-		guards[m] = cel.VarRef(name)
+		used[name] = true
+		names[i] = name
 	}
-	return vars, nil
+	shared, named := cel.ShareParts(distinct, "match_part", names)
+	for _, p := range named {
+		printed, err := pr.env.Print(p.Expr)
+		if err != nil {
+			return nil, nil, &mutationError{members[0], err}
+		}
+		parts = append(parts, cel.Variable{Name: p.Name, Expression: printed})
+	}
+	for i, g := range shared {
+		if _, ok := cel.AsVarRef(g); ok {
+			continue // the guard is a part others share, under its name
+		}
+		printed, err := pr.env.Print(g)
+		if err != nil {
+			return nil, nil, &mutationError{firstOf[i], err}
+		}
+		vars = append(vars, cel.Variable{Name: names[i], Expression: printed})
+	}
+	for _, m := range members {
+		if g, ok := guards[m]; ok && g != cel.True {
+			guards[m] = cel.VarRef(names[index[cel.String(g)]])
+		}
+	}
+	return parts, vars, nil
 }
 
 // labelVariables names the label selector tests of members and of the mutators they complete

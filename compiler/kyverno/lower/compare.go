@@ -111,10 +111,40 @@ func equals(key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
 		body = cel.Cond(keyType(k, "string"), str, cel.Cond(keyType(k, "int"), asInt, cel.Cond(keyType(k, "double"), asDouble, cel.False)))
 	case bool:
 		body = cel.And(keyType(k, "bool"), cel.Bin("==", k, cel.Bool(v)))
+	case int64, float64:
+		// Kyverno's Equals of numbers (equal.go): an int64 key equals an int64 value, and an
+		// integral float64 value converted to an int64; a float64 key equals a float64 value,
+		// and, when the key is integral, an int64 value once the key is converted. So a number
+		// key equals a number value when they are the same number, whichever way the key
+		// reached Kyverno, as long as the conversions are exact.
+		if kt&tStr != 0 {
+			return nil, errorf(field, "the value is a number and the key can be a string, which Kyverno compares with it as a duration when the key reads as one (the number counting seconds): %s; not supported", durationNumberWhy)
+		}
+		f, _ := numberValue(v)
+		if i, ok := v.(int64); ok && (i <= -maxExact || i >= maxExact) || f <= -maxExact || f >= maxExact {
+			return nil, errorf(field, "%v is past 2^53, where Kyverno's conversions between int64 and float64 are not exact; not supported", v)
+		}
+		var asInt cel.Expr = cel.False
+		if f == math.Trunc(f) {
+			asInt = cel.Bin("==", k, cel.Int(int64(f)))
+		}
+		body = cel.Cond(keyType(k, "int"), asInt, cel.Cond(keyType(k, "double"), cel.Bin("==", k, cel.Double(f)), cel.False))
 	default:
-		return nil, errorf(field, "a value of type %T is not supported yet (strings and booleans are)", val)
+		return nil, errorf(field, "a value of type %T is not supported yet (strings, booleans and numbers are)", val)
 	}
 	return cel.Let("k", cel.Call("dyn", key), body), nil
+}
+
+// numberValue is a condition's number value (an int64 or a float64, as Kubernetes' JSON decoding
+// gives Kyverno the policy's numbers) as a float64.
+func numberValue(val any) (float64, bool) {
+	switch v := val.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }
 
 // quantityCmp is quantity(k).compareTo(the value's quantity): Kyverno's Quantity.Cmp.
@@ -136,13 +166,23 @@ var numericOps = map[string]string{
 // an int64, a semantic version; for a number key, a duration value, then the value as a float64.
 // Booleans, lists, objects and null compare as false.
 func numericCond(op string, key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
-	v, ok := val.(string)
-	if !ok {
-		return nil, errorf(field, "a value of type %T is not supported (strings are): Kyverno compares numbers as float64 or int64 depending on how it reached the key", val)
-	}
-	l := readCondValue(v)
 	k := cel.Ident("k")
 	cmp := numericOps[op]
+	if f, ok := numberValue(val); ok {
+		// A number key, an int64 or a float64, compares with the value as a float64 (Go's
+		// conversion and CEL's double() both round to the nearest); booleans, lists, objects and
+		// null as false.
+		if kt&tStr != 0 {
+			return nil, errorf(field, "the value is a number and the key can be a string, which Kyverno reads as a duration (a number value then counts seconds) or as a float64: %s; not supported", floatWhy)
+		}
+		num := cel.Bin(cmp, cel.Call("double", k), cel.Double(f))
+		return cel.Let("k", cel.Call("dyn", key), cel.Cond(cel.Or(keyType(k, "int"), keyType(k, "double")), num, cel.False)), nil
+	}
+	v, ok := val.(string)
+	if !ok {
+		return nil, errorf(field, "a value of type %T is not supported (strings and numbers are)", val)
+	}
+	l := readCondValue(v)
 	var str, num cel.Expr = cel.False, cel.False
 	switch {
 	case l.dur:

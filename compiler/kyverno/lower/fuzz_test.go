@@ -154,6 +154,8 @@ func FuzzVariableSemantics(f *testing.F) {
 		"join(',', request.object.spec.words[*])", "request.object.spec[*]", "request.object.spec.n[]",
 		"request.object.spec.containers[?name=='a'].image", "request.object.spec.containers[?image]", "request.object.spec.words[?@ != 'a']",
 		"request.object.spec.containers[?!(ports)].name", "request.object.spec.nested[?@]", "request.object.spec.containers[?ports[0].port].name",
+		"request.object.spec.containers[*].ports[*].port", "request.object.spec.containers[].ports[*]", "request.object.spec.nested[*][*]",
+		"request.object.spec.containers[*].ports[?port].port", "request.object.spec.containers[?ports].ports[].port", "request.object.spec.nested[*][0][*]",
 	} {
 		f.Add(s)
 	}

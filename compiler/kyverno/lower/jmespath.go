@@ -300,19 +300,25 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 // where a field is missing) that is not a list gives null; else (one level of lists in it
 // spliced, for []; the items where f, a missing field read as null, is true in JMESPath's sense,
 // for a filter) r on each item, a missing field null, and the items where r is null left out.
-// Supported: l a path (fields and indices), r nothing or a path, f what variables support.
+// Supported: l a path (fields and indices), r nothing, a path or such a projection again, f
+// what variables support.
 func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 	left, flatten := n.Children[0], false
 	if left.NodeType == jmespath.ASTFlatten {
 		left, flatten = left.Children[0], true
 	}
 	right := n.Children[1]
-	if odd := notPath(left); odd != nil {
+	// The item itself (a[*][*], a projection of each item of a) is a path too.
+	self := left.NodeType == jmespath.ASTIdentity || left.NodeType == jmespath.ASTCurrentNode
+	if odd := notPath(left); odd != nil && !self {
 		return value{}, c.refuse("%s not supported yet in what a projection ([*], []) goes over: only a path of fields and indices", nodeName(*odd))
 	}
 	identity := right.NodeType == jmespath.ASTIdentity || right.NodeType == jmespath.ASTCurrentNode
-	if odd := notPath(right); !identity && odd != nil {
-		return value{}, c.refuse("%s not supported yet after a projection ([*], []): only a path of fields and indices", nodeName(*odd))
+	// A projection on the right (a[*].b[*].c) runs on each item, as go-jmespath runs it: its
+	// own call checks what it goes over and what follows it.
+	nested := right.NodeType == jmespath.ASTProjection || right.NodeType == jmespath.ASTFilterProjection
+	if odd := notPath(right); !identity && !nested && odd != nil {
+		return value{}, c.refuse("%s not supported yet after a projection ([*], []): only a path of fields and indices, or another projection", nodeName(*odd))
 	}
 	l, err := c.operand(left, cur)
 	if err != nil {

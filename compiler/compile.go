@@ -63,6 +63,9 @@ type Output struct {
 	Mutators []MutatorStatus
 	// Kept are the refusals an allow-list expects (Allow): listed, not failures.
 	Kept []error
+	// Installation says what the installations of the engines replaced add to the policies
+	// (route.Output.Installation), for explain.
+	Installation []string
 	// Plan is how Gatekeeper's route compiled its mutators (groups, rounds, rewrites, the
 	// installation context), for explain and tests.
 	backend.Plan
@@ -115,6 +118,7 @@ func Compile(docs []*source.Document, opts Options) *Output {
 		notes = append(notes, ro.Notes...)
 		out.Problems = append(out.Problems, ro.Problems...)
 		out.Mutators = append(out.Mutators, ro.Mutators...)
+		out.Installation = append(out.Installation, ro.Installation...)
 		if p, ok := ro.Detail.(*backend.Plan); ok {
 			out.Plan = *p
 		}

@@ -164,6 +164,8 @@ func explainedPolicies(out *compiler.Output) []explainedPolicy {
 type explainedInstall struct {
 	ExcludedNamespaces     []string `json:"excludedNamespaces,omitempty"`
 	SkipsIgnoredNamespaces bool     `json:"skipsIgnoredNamespaces"`
+	// Lines are what other engines' installations add (route.Output.Installation).
+	Lines []string `json:"lines,omitempty"`
 }
 
 func explained(out *compiler.Output) []explainedGroup {
@@ -314,7 +316,7 @@ func createdOnly(out *compiler.Output) []plan.Redundancy {
 
 func explainJSON(w io.Writer, out *compiler.Output, costs []explainedCost) error {
 	doc := map[string]any{"groups": explained(out), "policies": explainedPolicies(out),
-		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces}}
+		"installation": explainedInstall{out.ExcludedNamespaces, out.SkipsIgnoredNamespaces, out.Installation}}
 	if rs := redundant(out.Redundant); rs != nil {
 		doc["redundant"] = rs
 	}
@@ -360,6 +362,9 @@ func explainText(w io.Writer, out *compiler.Output, costs []explainedCost) {
 	}
 	if len(out.ExcludedNamespaces) > 0 {
 		fmt.Fprintf(w, "installation: every policy skips the namespaces %s (Config, --exclude-namespaces)\n", strings.Join(out.ExcludedNamespaces, ", "))
+	}
+	for _, l := range out.Installation {
+		fmt.Fprintf(w, "installation: %s\n", l)
 	}
 	for _, g := range explained(out) {
 		also := ""

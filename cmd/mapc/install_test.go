@@ -463,6 +463,21 @@ data:
 	if strings.Contains(out, "Event") {
 		t.Errorf("the Event filter is kept for a policy without Event rules:\n%s", out)
 	}
+	// explain says what the configuration adds, a line for each part it has.
+	code, out, errs = runCLI(t, "", "explain", "-f", "../../examples/kyverno/policies/add-labels.yaml", "--kyverno-config", cfg)
+	if code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"installation: Kyverno's ConfigMap kyverno/kyverno: resourceFilters are the match condition kyverno-resource-filters",
+		"installation: Kyverno's ConfigMap kyverno/kyverno: excludeUsernames and excludeGroups are the match condition kyverno-excluded-users",
+		"installation: Kyverno's ConfigMap kyverno/kyverno: the webhooks' objectSelector is every binding's"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "namespaceSelector") || strings.Contains(out, "matchConditions") {
+		t.Errorf("explain names parts the configuration does not have:\n%s", out)
+	}
 	objs := writeFile(t, dir, "objects.yaml", `apiVersion: v1
 kind: Pod
 metadata:

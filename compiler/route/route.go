@@ -92,6 +92,9 @@ type Output struct {
 	Problems []error
 	// Mutators lists every input policy document with what became of it.
 	Mutators []MutatorStatus
+	// Installation says, a line each, what the installation of the engine mapc replaces (its
+	// configuration) adds to the policies, for explain.
+	Installation []string
 	// Detail is the route's own account of how it compiled (its plan), for explain and tests.
 	Detail any
 }

@@ -92,6 +92,7 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 			}
 			return out
 		}
+		out.Installation = configLines(cfg)
 	}
 	type ignoring struct {
 		p  *kyverno.Policy
@@ -511,6 +512,34 @@ func configured(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, kinds []gk
 		in.conditions = append(in.conditions, emit.Condition{Name: c.name, Expression: s})
 	}
 	return in, nil
+}
+
+// configLines says what Kyverno's configuration adds to the policies, for explain.
+func configLines(cfg *kyverno.Config) []string {
+	if cfg.IsZero() {
+		return nil
+	}
+	what := "Kyverno's ConfigMap " + cfg.Doc.Object.GetNamespace() + "/" + cfg.Doc.Object.GetName()
+	if cfg.Doc.Object.GetNamespace() == "" {
+		what = "Kyverno's ConfigMap " + cfg.Doc.Object.GetName()
+	}
+	var out []string
+	if len(cfg.Filters) > 0 {
+		out = append(out, fmt.Sprintf("%s: resourceFilters are the match condition %s of each policy with kinds they filter (a guard on each mutation where the policy has match conditions)", what, conditionResourceFilters))
+	}
+	if !cfg.Excluded.Empty() {
+		out = append(out, fmt.Sprintf("%s: excludeUsernames and excludeGroups are the match condition %s (a guard on each mutation where the policy has match conditions)", what, conditionExcludedUsers))
+	}
+	if cfg.NamespaceSelector != nil {
+		out = append(out, fmt.Sprintf("%s: the webhooks' namespaceSelector is every binding's", what))
+	}
+	if cfg.ObjectSelector != nil {
+		out = append(out, fmt.Sprintf("%s: the webhooks' objectSelector is every binding's", what))
+	}
+	if len(cfg.MatchConditions) > 0 {
+		out = append(out, fmt.Sprintf("%s: the webhooks' matchConditions are the match conditions of every policy without conditions of its own", what))
+	}
+	return out
 }
 
 // configConditions checks the expressions of the match conditions of Kyverno's webhooks, as

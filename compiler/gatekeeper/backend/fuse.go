@@ -133,8 +133,36 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 	alsoIn := make([][]*emit.Policy, len(groups))
 	var policies []*emit.Policy
 	var wildPolicy *emit.Policy
-	// weight: each group's expressions' length, unfused (filled in by build).
+	// weight: each group's expressions' length, unfused (filled in by weigh).
 	weight := map[int]int{}
+	// weigh fills in the weights of gis and returns their sum. (A mutation that fails to lower
+	// weighs nothing: building its policy reports the error.)
+	weigh := func(gis []int) int {
+		total := 0
+		for _, gi := range gis {
+			if _, ok := weight[gi]; !ok {
+				w := 0
+				for _, m := range groups[gi].Mutations {
+					gen := m
+					if c := computed[m]; c != nil {
+						gen = c
+					}
+					// As build weighs it, but for the guard: a variable's reference there.
+					ops, err := lower.JSONPatch(gen, env.Features())
+					if err == nil && !cel.IsEmpty(ops) {
+						w += cel.Len(ops) + guardRefLen
+					}
+				}
+				weight[gi] = w
+			}
+			total += weight[gi]
+		}
+		return total
+	}
+	// estimate is what the policy of the groups gis would be against one policy's size.
+	estimate := func(gis []int) float64 {
+		return float64(weigh(gis)) * jsonPerChar / emit.SplitObjectBytes
+	}
 	// build compiles a bucket into its policy (nil when nothing can be written).
 	build := func(b *bucket) (*emit.Policy, *mutationError) {
 		var srcs []ir.Source
@@ -211,7 +239,6 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		for _, st := range seq {
 			if _, ok := size[st.m]; !ok {
 				size[st.m] = cel.Len(cel.Guarded(st.guard, opsOf[st.m]))
-				weight[st.group] += size[st.m]
 				if fz.UnionKey(st.m) != "" {
 					joined[st.m] = unionSize(st, setValues(st.m), labels)
 				}
@@ -319,6 +346,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 	// length of their expressions, each part divided again while it is too large; a part of one
 	// group stays whole (emit refuses it if it is too large to store).
 	var split func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError)
+	var divideBy func(b *bucket, over float64, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError)
 	split = func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError) {
 		if whole == nil {
 			return nil, nil, nil
@@ -327,7 +355,19 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		if jerr != nil {
 			return nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], jerr}
 		}
+		return divideBy(b, over, whole)
+	}
+	// divideBy is split for a bucket whose policy is over times what one policy may be (whole
+	// is that policy, or nil when it was not built).
+	divideBy = func(b *bucket, over float64, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError) {
 		if over <= splitAt || len(b.groups) < 2 {
+			if whole == nil {
+				p, err := build(b)
+				if err != nil {
+					return nil, nil, err
+				}
+				return split(b, p)
+			}
 			if len(b.groups) == 1 {
 				merr, jerr := tooLarge(groups[b.groups[0]].Mutations, whole)
 				if jerr != nil {
@@ -343,6 +383,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		n := min(int(math.Ceil(over/splitAt*1.1)), len(b.groups))
 		var parts []*emit.Policy
 		var partGroups [][]int
+		weigh(b.groups)
 		for _, gis := range divide(b.groups, weight, n) {
 			sub := *b
 			sub.groups, sub.own = gis, 0
@@ -358,14 +399,33 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		return parts, partGroups, nil
 	}
-	// splitNamed is split, the parts named after the whole with -part-1, -part-2, ...
-	splitNamed := func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError) {
-		ps, pgs, err := split(b, whole)
-		if err != nil || len(ps) < 2 {
-			return ps, pgs, err
+	// buildSplit builds b and splits it, the parts named after the whole with -part-1,
+	// -part-2, ...; a bucket whose expressions are far longer than one policy holds is divided
+	// before it is built whole, which would only be thrown away.
+	buildSplit := func(b *bucket, whole *emit.Policy) ([]*emit.Policy, [][]int, *mutationError) {
+		var ps []*emit.Policy
+		var pgs [][]int
+		var err *mutationError
+		if whole == nil && len(b.groups) > 1 {
+			if over := estimate(b.groups); over > preSplitAt*splitAt {
+				if ps, pgs, err = divideBy(b, over, nil); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
+		if ps == nil {
+			if whole == nil {
+				if whole, err = build(b); err != nil {
+					return nil, nil, err
+				}
+			}
+			if ps, pgs, err = split(b, whole); err != nil || len(ps) < 2 {
+				return ps, pgs, err
+			}
+		}
+		name := fusedName(b.match, emit.NewResources(opts.CRDs))
 		for i, p := range ps {
-			if rerr := p.Rename(whole.Policy.Name + "-part-" + strconv.Itoa(i+1)); rerr != nil {
+			if rerr := p.Rename(name + "-part-" + strconv.Itoa(i+1)); rerr != nil {
 				return nil, nil, &mutationError{groups[pgs[i][0]].Mutations[0], rerr}
 			}
 		}
@@ -382,11 +442,17 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			// policy for every kind, and its mutations, altogether), and it fits in one policy.
 			own := *b
 			own.groups = b.groups[:b.own]
-			alone, err := build(&own)
-			if err != nil {
-				return nil, nil, nil, err
+			var alone *emit.Policy
+			var err *mutationError
+			// Far too large for one policy, this kind's groups are divided before they are
+			// built, and (larger still) with the groups for every kind they would not fit.
+			small := estimate(own.groups) <= preSplitAt*splitAt
+			if small {
+				if alone, err = build(&own); err != nil {
+					return nil, nil, nil, err
+				}
 			}
-			if wildPolicy != nil && len(wildPolicy.Policy.Spec.Mutations) <= maxMergedWild {
+			if small && wildPolicy != nil && len(wildPolicy.Policy.Spec.Mutations) <= maxMergedWild {
 				with, err := build(b)
 				if err != nil {
 					return nil, nil, nil, err
@@ -402,16 +468,13 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 				}
 			}
 			if !merged {
-				if ps, partGroups, err = splitNamed(&own, alone); err != nil {
+				if ps, partGroups, err = buildSplit(&own, alone); err != nil {
 					return nil, nil, nil, err
 				}
 			}
 		} else {
-			whole, err := build(b)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			if ps, partGroups, err = splitNamed(b, whole); err != nil {
+			var err *mutationError
+			if ps, partGroups, err = buildSplit(b, nil); err != nil {
 				return nil, nil, nil, err
 			}
 		}
@@ -444,6 +507,18 @@ var storable = (*emit.Policy).Storable
 
 // splitAt is the emit.Policy.Oversize above which a policy is split (tests make it smaller).
 var splitAt = 1.0
+
+// jsonPerChar estimates the bytes of a fused policy in JSON per character of its mutations'
+// expressions unfused (weigh): fusing shortens them little, and the variables and JSON's escapes
+// add (measured 1.2–1.3 on generated sets of thousands of mutators).
+const jsonPerChar = 1.3
+
+// preSplitAt: a bucket estimated (jsonPerChar) at more than preSplitAt times splitAt is divided
+// before it is built whole.
+const preSplitAt = 2.0
+
+// guardRefLen is about what a reference to a guard variable adds to a mutation's operations.
+const guardRefLen = 40
 
 // divide cuts gis into n consecutive non-empty parts of about equal weight (n at most len(gis)).
 func divide(gis []int, weight map[int]int, n int) [][]int {

@@ -259,6 +259,16 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if r.Preconditions != nil && len(lower.Variables(conditionsOf(r.Preconditions))) > 0 {
 			mayFail++ // a variable without a value fails the rule
 		}
+		// Once the preconditions pass, Kyverno's mutate.Mutate substitutes the variables of the
+		// whole rule (SubstituteAllInRule), the preconditions' included: a key it did not need
+		// to decide them (an any block stops at the first that holds) fails the rule there when
+		// it has no value. A foreach substitutes only its patches.
+		var preVars []cel.Expr
+		if r.ForEach == nil {
+			if preVars, err = lower.PreconditionVariables(r.Preconditions, sc, "preconditions"); err != nil {
+				return nil, 0, problem(p, r, "", err)
+			}
+		}
 		var ops cel.Expr
 		var apply cel.Expr // the rule as an ApplyConfiguration, where one gives Kyverno's result
 		noApply := ""
@@ -318,6 +328,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 				}
 			}
 		}
+		vars = append(vars, preVars...)
 		if len(vars) > 0 {
 			mayFail++ // a variable without a value fails the rule
 			ops = cel.Guarded(lower.Resolved(vars), ops)

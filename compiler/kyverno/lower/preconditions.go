@@ -68,6 +68,33 @@ func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr,
 	return cel.Cond(anyE, allE, cel.Cond(allE, cel.False, cel.False)), nil
 }
 
+// PreconditionVariables are the expressions of every variable in the preconditions' keys and
+// values, as the conditions read them (null is a value), for Resolved.
+func PreconditionVariables(pc *kyverno.Preconditions, sc Scope, field string) ([]cel.Expr, error) {
+	var out []cel.Expr
+	if pc == nil {
+		return nil, nil
+	}
+	for _, b := range []struct {
+		name string
+		cs   []kyverno.Condition
+	}{{"any", pc.Any}, {"all", pc.All}} {
+		for i, c := range b.cs {
+			for _, o := range []struct {
+				name string
+				v    any
+			}{{"key", c.Key}, {"value", c.Value}} {
+				_, vs, _, err := substitute(o.v, sc, fmt.Sprintf("%s.%s[%d].%s", field, b.name, i, o.name), true)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, vs...)
+			}
+		}
+	}
+	return out, nil
+}
+
 // operand is a condition's key or value: the expression of its value when the rule runs and
 // the JSON types it can have, or the literal.
 func operand(v any, sc Scope, field string) (cel.Expr, types, any, bool, error) {
@@ -143,7 +170,9 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals)", c.Operator)
 }
 
-// stringList reads a set operator's value: a list of strings, or one string.
+// stringList reads a set operator's value: a list of strings, or one string. Numbers and
+// booleans in the list are their text, as Kyverno's fmt.Sprint writes them (anyin.go and the
+// others), which is the text CEL's string() gives the key's.
 func stringList(v any, field string) ([]string, error) {
 	var out []string
 	switch x := v.(type) {
@@ -151,11 +180,14 @@ func stringList(v any, field string) ([]string, error) {
 		out = []string{x}
 	case []any:
 		for _, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				return nil, errorf(field, "lists of values other than strings are not supported yet")
+			switch e := e.(type) {
+			case string:
+				out = append(out, e)
+			case int64, float64, bool:
+				out = append(out, fmt.Sprint(e))
+			default:
+				return nil, errorf(field, "lists of values other than strings, numbers and booleans are not supported yet")
 			}
-			out = append(out, s)
 		}
 	default:
 		return nil, errorf(field, "must be a list of strings")

@@ -384,14 +384,22 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		var parts []*emit.Policy
 		var partGroups [][]int
 		weigh(b.groups)
-		for _, gis := range divide(b.groups, weight, n) {
-			sub := *b
-			sub.groups, sub.own = gis, 0
-			p, err := build(&sub)
-			if err != nil {
-				return nil, nil, err
+		// The parts are built on every core (build reads what the buckets share), then each
+		// is divided again where it is still too large.
+		divided := divide(b.groups, weight, n)
+		subs := make([]bucket, len(divided))
+		built := make([]*emit.Policy, len(divided))
+		errs := make([]*mutationError, len(divided))
+		par.Do(len(divided), func(i int) {
+			subs[i] = *b
+			subs[i].groups, subs[i].own = divided[i], 0
+			built[i], errs[i] = build(&subs[i])
+		})
+		for i := range divided {
+			if errs[i] != nil {
+				return nil, nil, errs[i]
 			}
-			ps, pgs, err := split(&sub, p)
+			ps, pgs, err := split(&subs[i], built[i])
 			if err != nil {
 				return nil, nil, err
 			}

@@ -29,6 +29,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -1154,6 +1155,7 @@ func Fusable(a, b *ir.Mutation) bool { return NewFuser().Fusable(a, b) }
 // Fuser answers Fusable for many pairs of one set of mutations, computing each footprint once.
 // The mutations must not change while it is in use.
 type Fuser struct {
+	mu  sync.Mutex // guards fps: policies are built in parallel
 	fps map[*ir.Mutation]*footprint
 	// shares holds the pairs {M, By} of CreateOnly that may share the creation of their
 	// element (ShareCreation).
@@ -1179,6 +1181,8 @@ func (z *Fuser) SharesCreation(a, b *ir.Mutation) bool {
 func NewFuser() *Fuser { return &Fuser{fps: map[*ir.Mutation]*footprint{}} }
 
 func (z *Fuser) footprint(m *ir.Mutation) *footprint {
+	z.mu.Lock()
+	defer z.mu.Unlock()
 	f := z.fps[m]
 	if f == nil {
 		f = footprintOf(m)

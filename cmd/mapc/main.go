@@ -19,8 +19,17 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
+	// A soft limit on the heap: a large compilation builds several policies at once, and the
+	// collector then runs more often near the limit rather than let the heap double (at 10,000
+	// mutators: the same time, 860 MiB peak instead of 1.07 GiB). GOMEMLIMIT still decides when set.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 	os.Exit(run(os.Args[1:]))
 }
+
+// softMemoryLimit is the heap size above which the collector works harder (see main).
+const softMemoryLimit = 800 << 20
 
 // exitError carries an exit code: 1 for refused or invalid input or a failed check, 2 for usage.
 type exitError struct {

@@ -260,12 +260,13 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			mayFail++ // a variable without a value fails the rule
 		}
 		// Once the preconditions pass, Kyverno's mutate.Mutate substitutes the variables of the
-		// whole rule (SubstituteAllInRule), the preconditions' included: a key it did not need
-		// to decide them (an any block stops at the first that holds) fails the rule there when
-		// it has no value. A foreach substitutes only its patches.
+		// whole rule (SubstituteAllInRule), the preconditions' and the context entries'
+		// included: a key it did not need to decide them (an any block stops at the first that
+		// holds), or an entry no variable names, fails the rule there when it has no value. A
+		// foreach substitutes only its patches.
 		var preVars []cel.Expr
 		if r.ForEach == nil {
-			if preVars, err = lower.PreconditionVariables(r.Preconditions, sc, "preconditions"); err != nil {
+			if preVars, err = lower.RuleVariables(r, sc); err != nil {
 				return nil, 0, problem(p, r, "", err)
 			}
 		}

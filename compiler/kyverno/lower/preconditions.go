@@ -68,9 +68,32 @@ func Preconditions(pc *kyverno.Preconditions, sc Scope, field string) (cel.Expr,
 	return cel.Cond(anyE, allE, cel.Cond(allE, cel.False, cel.False)), nil
 }
 
-// PreconditionVariables are the expressions of every variable in the preconditions' keys and
-// values, as the conditions read them (null is a value), for Resolved.
-func PreconditionVariables(pc *kyverno.Preconditions, sc Scope, field string) ([]cel.Expr, error) {
+// RuleVariables are the expressions of the variables Kyverno's mutate.Mutate substitutes in a
+// rule besides its patch's (SubstituteAllInRule, once the preconditions pass): those of the
+// preconditions' keys and values, and of the context variable entries' values, each read as a
+// condition reads it (null is a value), for Resolved. A variable entry is loaded only where a
+// variable names it; its value is substituted here all the same.
+func RuleVariables(r *kyverno.Rule, sc Scope) ([]cel.Expr, error) {
+	out, err := preconditionVariables(r.Preconditions, sc, "preconditions")
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range r.Variables {
+		if !v.HasValue {
+			continue
+		}
+		_, vs, _, err := substitute(v.Value, sc, strings.TrimPrefix(v.Field, r.Field+".")+".value", true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+// preconditionVariables are the expressions of the variables of the preconditions' keys and
+// values.
+func preconditionVariables(pc *kyverno.Preconditions, sc Scope, field string) ([]cel.Expr, error) {
 	var out []cel.Expr
 	if pc == nil {
 		return nil, nil

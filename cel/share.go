@@ -6,7 +6,7 @@ import (
 )
 
 // ShareParts names the subexpressions that recur across es where naming them shortens the
-// policy: each becomes a policy variable (base_1, base_2, ..., avoiding the names taken), and
+// policy: each becomes a policy variable (base_1, base_2, ..., numbered in the order returned), and
 // every occurrence, in es and in the other named parts, a reference to it. It returns es
 // rewritten and the named parts in an order where each refers only to parts before it.
 //

@@ -69,8 +69,9 @@ func keyType(k cel.Expr, t string) cel.Expr {
 }
 
 // equals is Kyverno's Equals (operator/equal.go) of the run-time key, of types kt, and a condValue
-// value; NotEquals is its negation in every case (notequal.go).
-func equals(key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
+// value; with not, NotEquals (notequal.go), which is its negation for every key but null: both
+// are false for a null key.
+func equals(key cel.Expr, kt types, val any, field string, not bool) (cel.Expr, error) {
 	k := cel.Ident("k")
 	var body cel.Expr
 	switch v := val.(type) {
@@ -131,6 +132,9 @@ func equals(key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
 		body = cel.Cond(keyType(k, "int"), asInt, cel.Cond(keyType(k, "double"), cel.Bin("==", k, cel.Double(f)), cel.False))
 	default:
 		return nil, errorf(field, "a value of type %T is not supported yet (strings, booleans and numbers are)", val)
+	}
+	if not {
+		body = cel.And(cel.Bin("!=", cel.Call("type", k), cel.Ident("null_type")), cel.Not(body))
 	}
 	return cel.Let("k", cel.Call("dyn", key), body), nil
 }

@@ -61,7 +61,7 @@ func TestConditionValues(t *testing.T) {
 		var err error
 		switch {
 		case c.op == "equals":
-			_, err = equals(key, c.kt, c.value, "f")
+			_, err = equals(key, c.kt, c.value, "f", false)
 		case strings.HasPrefix(c.op, "duration"):
 			_, err = durationOp(c.op, key, c.kt, "f")
 		default:

@@ -171,14 +171,7 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 	op := strings.ToLower(c.Operator)
 	switch op {
 	case "equals", "notequals":
-		e, err := equals(key, kt, valLit, field+".value")
-		if err != nil {
-			return nil, err
-		}
-		if op == "notequals" {
-			return cel.Not(e), nil
-		}
-		return e, nil
+		return equals(key, kt, valLit, field+".value", op == "notequals")
 	case "anyin", "anynotin", "allin", "allnotin":
 		vals, err := stringList(valLit, field+".value")
 		if err != nil {

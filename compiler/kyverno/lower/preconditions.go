@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -177,7 +178,8 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return setOp(op, key, vals), nil
+		_, one := valLit.(string)
+		return setOp(op, key, vals, one), nil
 	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
 		return numericCond(op, key, kt, valLit, field+".value")
 	case "durationgreaterthan", "durationgreaterthanorequals", "durationlessthan", "durationlessthanorequals":
@@ -208,6 +210,10 @@ func stringList(v any, field string) ([]string, error) {
 	default:
 		return nil, errorf(field, "must be a list of strings")
 	}
+	if x, ok := v.(string); ok && strings.TrimSpace(x) == "null" {
+		// Kyverno reads it as JSON: an empty list.
+		return nil, errorf(field, "%q (read as JSON: no value at all) is not supported yet", x)
+	}
 	for _, s := range out {
 		if isRange(s) || strings.HasPrefix(strings.TrimSpace(s), "[") {
 			return nil, errorf(field, "%q: ranges and JSON lists in strings are not supported yet", s)
@@ -219,7 +225,14 @@ func stringList(v any, field string) ([]string, error) {
 // setOp is AnyIn, AnyNotIn, AllIn or AllNotIn (operator/anyin.go ...) of the run-time key (a
 // string, a scalar taken as its text, or a list of them) against literal strings, with
 // Kyverno's wildcards both ways.
-func setOp(op string, key cel.Expr, vals []string) cel.Expr {
+//
+// With one, vals is one string s written as the value itself, which Kyverno reads apart
+// (anyKeyExistsInArray, anySetExistsInArray and the All ones): a scalar key's text is in s
+// when s, as a pattern, matches it, and only that way; a list key holding s alone is in it;
+// beyond that, an s that is valid JSON (a number, a boolean, a quoted string: not a list of
+// strings, which stringList refuses) fails to read as a list and the operator is false; any
+// other s is a list of one.
+func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 	k := cel.Ident("k")
 	// in(s): some value and s match either way.
 	in := func(s cel.Expr) cel.Expr {
@@ -247,6 +260,25 @@ func setOp(op string, key cel.Expr, vals []string) cel.Expr {
 	case "allnotin":
 		scalar = cel.Not(in(text(k)))
 		list = cel.Method(k, "all", e, cel.Not(in(text(e))))
+	}
+	if one {
+		s := vals[0]
+		not := strings.HasSuffix(op, "notin")
+		// A scalar key: s as a pattern only.
+		scalar = Glob(s, text(k))
+		if not {
+			scalar = cel.Not(scalar)
+		}
+		if json.Valid([]byte(s)) {
+			// Read as JSON, s is not a list: false, unless a scalar key matched it first
+			// (in) or a list key is s alone (in; for the others that is false too).
+			list = cel.False
+			if !not {
+				list = cel.And(cel.Bin("==", cel.Call("size", k), cel.Int(1)), cel.Bin("==", text(cel.Index(k, cel.Int(0))), cel.Str(s)))
+			} else {
+				scalar = cel.False
+			}
+		}
 	}
 	isScalar := cel.Or(cel.Bin("==", cel.Call("type", k), cel.Ident("string")), cel.Bin("==", cel.Call("type", k), cel.Ident("int")),
 		cel.Bin("==", cel.Call("type", k), cel.Ident("bool")), cel.Bin("==", cel.Call("type", k), cel.Ident("double")))

@@ -270,8 +270,9 @@ func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 			scalar = cel.Not(scalar)
 		}
 		if json.Valid([]byte(s)) {
-			// Read as JSON, s is not a list: false, unless a scalar key matched it first
-			// (in) or a list key is s alone (in; for the others that is false too).
+			// Read as JSON, s is not a list of strings, and the operator is false; but
+			// AnyIn and AllIn hold where Kyverno's earlier tests do: a scalar key's text
+			// matching s, a list key that is s alone.
 			list = cel.False
 			if !not {
 				list = cel.And(cel.Bin("==", cel.Call("size", k), cel.Int(1)), cel.Bin("==", text(cel.Index(k, cel.Int(0))), cel.Str(s)))

@@ -128,7 +128,7 @@ spec:
 		meta := map[string]any{"name": fmt.Sprintf("cm-%d", i), "namespace": pick("default", "kube-tools")}
 		labels := map[string]any{}
 		if r.IntN(5) > 0 {
-			labels["app"] = pick("web", "web-frontend", "api", "10", "1", "2.5", "1Gi", "", "true", "30s", "1.2.3", "gold", "3")
+			labels["app"] = pick("web", "web-frontend", "api", "10", "1", "2.5", "1Gi", "", "true", "30s", "1.2.3", "gold", "3", "1-10")
 		}
 		if r.IntN(3) == 0 {
 			labels["team"] = pick("gold", "kube", "web")

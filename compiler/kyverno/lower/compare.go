@@ -76,9 +76,8 @@ func equals(key cel.Expr, kt types, val any, field string, not bool) (cel.Expr, 
 	var body cel.Expr
 	switch v := val.(type) {
 	case string:
-		if isRange(v) {
-			return nil, errorf(field, "%q is a range, which is not supported yet", v)
-		}
+		// A range ("1-10") is only a string to Equals and NotEquals (Kyverno's set operators
+		// read ranges, they do not): no parser of equal.go reads it.
 		if strings.HasPrefix(strings.TrimSpace(v), "[") {
 			return nil, errorf(field, "%q is a JSON list in a string, which is not supported yet", v)
 		}

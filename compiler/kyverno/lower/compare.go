@@ -51,6 +51,13 @@ const durationWhy = "Kyverno reads a string key with Go's time.ParseDuration and
 	"(past 292 years it overflows), goes on as if the key were not a duration; CEL's duration() is the " +
 	"same parser but fails the whole expression there, and no CEL test tells the two apart exactly"
 
+// numberStringKeyWhy is why a number value is not compared with a key that can be a string.
+const numberStringKeyWhy = "the value is a number and the key can be a string, which Kyverno reads as a " +
+	"duration where Go's time.ParseDuration does (the number then counts seconds, with " +
+	"time.Duration(value)*time.Second, and a string that overflows is read as no duration at all), " +
+	"which no CEL test reproduces exactly; not supported: compare a field the object's schema " +
+	"makes a number, or keep this rule on Kyverno"
+
 // durationNumberWhy is why a key that can be a number is not compared with a duration.
 const durationNumberWhy = "Kyverno reads a number key as seconds with Go's time.Duration(key)*time.Second, " +
 	"which wraps around past 292 years where CEL's arithmetic fails"
@@ -118,7 +125,7 @@ func equals(key cel.Expr, kt types, val any, field string, not bool) (cel.Expr, 
 		// key equals a number value when they are the same number, whichever way the key
 		// reached Kyverno, as long as the conversions are exact.
 		if kt&tStr != 0 {
-			return nil, errorf(field, "the value is a number and the key can be a string, which Kyverno compares with it as a duration when the key reads as one (the number counting seconds): %s; not supported", durationNumberWhy)
+			return nil, errorf(field, "%s", numberStringKeyWhy)
 		}
 		f, _ := numberValue(v)
 		if i, ok := v.(int64); ok && (i <= -maxExact || i >= maxExact) || f <= -maxExact || f >= maxExact {
@@ -176,7 +183,7 @@ func numericCond(op string, key cel.Expr, kt types, val any, field string) (cel.
 		// conversion and CEL's double() both round to the nearest); booleans, lists, objects and
 		// null as false.
 		if kt&tStr != 0 {
-			return nil, errorf(field, "the value is a number and the key can be a string, which Kyverno reads as a duration (a number value then counts seconds) or as a float64: %s; not supported", floatWhy)
+			return nil, errorf(field, "%s", numberStringKeyWhy)
 		}
 		num := cel.Bin(cmp, cel.Call("double", k), cel.Double(f))
 		return cel.Let("k", cel.Call("dyn", key), cel.Cond(cel.Or(keyType(k, "int"), keyType(k, "double")), num, cel.False)), nil

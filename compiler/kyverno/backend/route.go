@@ -296,7 +296,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 				return nil, 0, problem(p, r, "mutate", err)
 			}
 			ops, entries = all[0], all[1:]
-			mayFail++ // a missing list fails the rule
+			mayFail++ // a missing list (a path without a final []) or a variable without a value in an entry fails the rule
 		default:
 			jops := append([]kyverno.Op(nil), r.JSON6902...)
 			for i := range jops {

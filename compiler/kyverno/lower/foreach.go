@@ -80,23 +80,21 @@ type loweredLoop struct {
 func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) (loweredLoop, error) {
 	d := len(outer)
 	var lp loop
+	var spread bool
 	if d == 0 {
-		path, err := listPathOf(fe.List)
+		path, sp, err := listPathOf(fe.List)
 		if err != nil {
 			return loweredLoop{}, errorf(field+".list", "%v", err)
 		}
+		spread = sp
 		lp = loop{path: path, iv: "i", xv: "e", list: object, shape: r.obj, schema: r.schema.Lookup(path...)}
-		for _, s := range path {
-			lp.list = cel.Index(lp.list, cel.Str(s))
-			lp.at = lp.at.Child(s)
-			lp.shape = lp.shape.field(s)
-		}
 	} else {
 		o := outer[d-1]
-		path, err := elementPathOf(fe.List, d)
+		path, sp, err := elementPathOf(fe.List, d)
 		if err != nil {
 			return loweredLoop{}, errorf(field+".list", "%v", err)
 		}
+		spread = sp
 		var s *openapi.ResourceSchema
 		if o.schema != nil {
 			if s = o.schema.Elements(); s != nil {
@@ -104,7 +102,27 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 			}
 		}
 		lp = loop{path: path, iv: fmt.Sprintf("i_%d", d), xv: fmt.Sprintf("e_%d", d), list: o.x(), at: o.at.Index(o.i()), shape: o.shape.item(), schema: s}
-		for _, s := range path {
+	}
+	if spread {
+		// list[]: Kyverno's flatten gives null where the path has no value (no elements, where
+		// a plain path fails the rule) and splices the items that are lists. Where the schema
+		// says every step is an object and the items are objects, it is the list itself, or
+		// none.
+		if !lp.shape.types().only(tMap) {
+			return loweredLoop{}, errorf(field+".list", "%q: [] below something the schema does not make an object is not supported yet (Kyverno's flatten splices items that are lists, and gives null on anything but a list)", fe.List)
+		}
+		opt := lp.list
+		for n, s := range lp.path {
+			opt = cel.OptIndex(opt, cel.Str(s))
+			lp.at = lp.at.Child(s)
+			lp.shape = lp.shape.field(s)
+			if n < len(lp.path)-1 && !lp.shape.types().only(tMap) || n == len(lp.path)-1 && (lp.shape.types() != tList || !lp.shape.item().types().only(tMap)) {
+				return loweredLoop{}, errorf(field+".list", "%q: [] is supported on what the schema makes a list of objects below objects, which it does not make this (Kyverno's flatten splices items that are lists, and gives null on anything but a list)", fe.List)
+			}
+		}
+		lp.list = cel.Method(opt, "orValue", cel.List())
+	} else {
+		for _, s := range lp.path {
 			lp.list = cel.Index(lp.list, cel.Str(s))
 			lp.at = lp.at.Child(s)
 			lp.shape = lp.shape.field(s)
@@ -324,19 +342,34 @@ func itemOf(patch any, path []string, name string) (map[string]any, error) {
 }
 
 // ListPath is the path below request.object of a foreach's list (an error when the list is not
-// a path of names below request.object).
-func ListPath(list string) ([]string, error) { return listPathOf(list) }
+// a path of names below request.object, with or without a final []).
+func ListPath(list string) ([]string, error) {
+	path, _, err := listPathOf(list)
+	return path, err
+}
 
-// listPathOf reads a foreach list: a path of names below request.object.
-func listPathOf(list string) ([]string, error) {
-	segs, err := pathOf(strings.TrimSpace(list))
+// cutSpread cuts a final [] (Kyverno's flatten) off a foreach list.
+func cutSpread(list string) (string, bool) {
+	s := strings.TrimSpace(list)
+	if rest, ok := strings.CutSuffix(s, "[]"); ok {
+		return strings.TrimSpace(rest), true
+	}
+	return s, false
+}
+
+// listPathOf reads a foreach list: a path of names below request.object, and whether it ends in
+// [].
+func listPathOf(list string) ([]string, bool, error) {
+	s, spread := cutSpread(list)
+	segs, err := pathOf(s)
 	if err != nil {
-		return nil, fmt.Errorf("%q: %v (a path below request.object is supported)", list, err)
+		return nil, false, fmt.Errorf("%q: %v (a path below request.object is supported, with or without a final [])", list, err)
 	}
 	if len(segs) < 3 || segs[0] != "request" || segs[1] != "object" {
-		return nil, fmt.Errorf("%q: only a list below request.object is supported yet", list)
+		return nil, false, fmt.Errorf("%q: only a list below request.object is supported yet", list)
 	}
-	return names(list, segs[2:])
+	path, err := names(list, segs[2:])
+	return path, spread, err
 }
 
 func prefixed(toks, prefix []string) bool {
@@ -358,15 +391,17 @@ func escapeAll(toks []string) []string {
 
 // elementPathOf reads the list of a foreach nested depth deep: a path of names below the
 // enclosing element ({{element}}, or {{elementN}} with N = depth-1).
-func elementPathOf(list string, depth int) ([]string, error) {
-	segs, err := pathOf(strings.TrimSpace(list))
+func elementPathOf(list string, depth int) ([]string, bool, error) {
+	s, spread := cutSpread(list)
+	segs, err := pathOf(s)
 	if err != nil {
-		return nil, fmt.Errorf("%q: %v (a path below the enclosing element is supported)", list, err)
+		return nil, false, fmt.Errorf("%q: %v (a path below the enclosing element is supported, with or without a final [])", list, err)
 	}
 	if len(segs) < 2 || segs[0] != "element" && segs[0] != fmt.Sprintf("element%d", depth-1) {
-		return nil, fmt.Errorf("%q: only a list below the enclosing element (element.<path>) is supported in a nested foreach yet", list)
+		return nil, false, fmt.Errorf("%q: only a list below the enclosing element (element.<path>) is supported in a nested foreach yet", list)
 	}
-	return names(list, segs[1:])
+	path, err := names(list, segs[1:])
+	return path, spread, err
 }
 
 // names are the segments of a foreach list's path, which must all be field names.

@@ -562,6 +562,9 @@ func (c *lowering) root(name string) (value, error) {
 		v.sh, v.path = sh, true
 		return v, nil
 	}
+	if name == "" {
+		return value{}, c.refuse(`"" is JMESPath's quoted name of a field named "" (here of the context, which has none), not an empty string: write '' for an empty string`)
+	}
 	return value{}, c.refuse("%s is not supported yet; supported: %s", name, supportedRoots)
 }
 

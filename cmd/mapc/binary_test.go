@@ -89,7 +89,7 @@ func TestProcessEmptyInputLeavesDirectory(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\n%s", code, errs)
 			}
-			if !strings.Contains(errs, "no Gatekeeper mutator found in") || !strings.Contains(errs, "nothing written") || !strings.Contains(errs, "--allow-empty") {
+			if !strings.Contains(errs, "no Gatekeeper mutator or Kyverno policy found in") || !strings.Contains(errs, "nothing written") || !strings.Contains(errs, "--allow-empty") {
 				t.Errorf("stderr does not say what happened:\n%s", errs)
 			}
 			if stdout != "" {

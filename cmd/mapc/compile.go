@@ -45,9 +45,9 @@ func newCompileCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "compile [PATH]... [-f PATH]... [-o yaml|json] [--output-dir DIR [--check]]",
 		Short: "Compile mutators into MutatingAdmissionPolicies and bindings",
-		Long: `compile reads Gatekeeper mutators from files, directories or standard input (PATH arguments
-and -f alike) and writes the MutatingAdmissionPolicies and bindings that mutate every object
-exactly as Gatekeeper's engine does: to standard output (-o yaml or json), or with --output-dir
+		Long: `compile reads Gatekeeper mutators and Kyverno policies from files, directories or standard
+input (PATH arguments and -f alike) and writes the MutatingAdmissionPolicies and bindings that
+mutate every object exactly as Gatekeeper's or Kyverno's engine does: to standard output (-o yaml or json), or with --output-dir
 into a directory of one file per policy and a kustomization.yaml, replaced atomically.
 
 Exit status: 0 ok; 1 a mutator was refused or invalid, no mutator was found (see --allow-empty),
@@ -56,6 +56,7 @@ stderr as file:line: Kind/name: field: what is wrong, and nothing is written unl
 --skip-unsupported. A summary line on stderr ends every run. On a terminal, a run longer than a
 second shows what it is doing on stderr, on one line cleared at the end.`,
 		Example: `  mapc compile examples/gatekeeper
+  mapc compile -f examples/kyverno/policies -o yaml
   mapc compile -f mutators/ --output-dir deploy/policies
   mapc compile -f mutators/ --output-dir deploy/policies --check
   kubectl get assign,assignmetadata,modifyset,assignimage -A -o yaml | mapc compile -f - -o json`,
@@ -193,7 +194,7 @@ func runCompile(cmd *cobra.Command, f *compileFlags) error {
 	}
 	if len(out.Mutators) == 0 && len(out.Problems) == 0 && !f.allowEmpty {
 		fmt.Fprintln(stderr, "mapc: "+summary)
-		return &exitError{code: 1, err: fmt.Errorf("no Gatekeeper mutator found in %s; nothing written (an empty input is most often a failed 'kubectl get' or a wrong path; --allow-empty writes an empty policy set)", strings.Join(f.files, ", "))}
+		return &exitError{code: 1, err: fmt.Errorf("no Gatekeeper mutator or Kyverno policy found in %s; nothing written (an empty input is most often a failed 'kubectl get' or a wrong path; --allow-empty writes an empty policy set)", strings.Join(f.files, ", "))}
 	}
 	failed := len(out.Problems) > 0
 	if failed && !f.skipUnsupported {

@@ -11,10 +11,11 @@ import (
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mapc",
-		Short: "Compile Gatekeeper mutators into native MutatingAdmissionPolicies",
-		Long: `mapc compiles Gatekeeper mutators (Assign, AssignMetadata, ModifySet, AssignImage) into
-Kubernetes MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding objects that mutate every
-object exactly as Gatekeeper's engine does, or refuses, saying why.`,
+		Short: "Compile Gatekeeper mutators and Kyverno mutate rules into native MutatingAdmissionPolicies",
+		Long: `mapc compiles Gatekeeper mutators (Assign, AssignMetadata, ModifySet, AssignImage) and
+Kyverno's mutate rules (ClusterPolicy, Policy) into Kubernetes MutatingAdmissionPolicy and
+MutatingAdmissionPolicyBinding objects that mutate every object exactly as Gatekeeper's or
+Kyverno's engine does, or refuses, saying why.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -22,7 +22,7 @@ import (
 // TestKyvernoConditionMatrix compiles a precondition for every operator, with keys of every
 // JSON type a variable gives (strings, null, numbers as float64, booleans, lists) and values of
 // every kind Kyverno reads differently (wildcards, quantities, numbers in strings, numbers,
-// booleans, lists, ranges, durations), each in a policy of its own that labels the ConfigMaps it
+// booleans, lists, ranges, durations, variables), each in a policy of its own that labels the ConfigMaps it
 // passes for, and admits generated ConfigMaps through Kyverno's engine and the policies the
 // compiler accepts. A condition the compiler refuses is left out; one it accepts must decide as
 // Kyverno decides on every object (preconditions decide alike on CREATE and UPDATE).
@@ -49,6 +49,9 @@ func TestKyvernoConditionMatrix(t *testing.T) {
 		`web`, `web*`, `"*-frontend"`, `""`, `"1"`, `"2.5"`, `1Gi`, `512Mi`, `"10"`, `true`, `false`,
 		`3`, `2.5`, `0`, `3.0`, `[web, api]`, `["web*", "1"]`, `[1, 3, true]`, `[]`, `"1-10"`, `30s`,
 		`"1.2.3"`, `[gold, "kube*"]`,
+		// Variables: a list of strings, the same or missing (the rule fails), a string.
+		"'{{ request.object.metadata.finalizers || `[]` }}'", "'{{ request.object.metadata.finalizers }}'",
+		"'{{ request.namespace }}'",
 	}
 	ops := []string{"Equals", "NotEquals", "AnyIn", "AnyNotIn", "AllIn", "AllNotIn",
 		"GreaterThan", "GreaterThanOrEquals", "LessThan", "LessThanOrEquals"}
@@ -136,7 +139,7 @@ spec:
 		meta["labels"] = labels
 		ann := map[string]any{}
 		if r.IntN(2) == 0 {
-			ann["size"] = pick("3", "2.5", "abc", "", "1e3", "0x10", "3.0")
+			ann["size"] = pick("3", "2.5", "abc", "", "1e3", "0x10", "3.0", "kube-*", "?eb")
 		}
 		if r.IntN(2) == 0 {
 			ann["qty"] = pick("1Gi", "1024Mi", "2Gi", "100m", "x", "")

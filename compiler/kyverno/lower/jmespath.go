@@ -326,7 +326,8 @@ func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 	}
 	sh := l.sh.item()
 	items := sh.types()
-	if flatten {
+	if flatten && !items.only(tMap) {
+		// Items that are lists are spliced (a list of objects is the same list).
 		sh, items = Shape{}, tAny
 	}
 	c.n++

@@ -119,21 +119,21 @@ func preconditionVariables(pc *kyverno.Preconditions, sc Scope, field string) ([
 	return out, nil
 }
 
-// operand is a condition's key or value: the expression of its value when the rule runs and
-// the JSON types it can have, or the literal.
-func operand(v any, sc Scope, field string) (cel.Expr, types, any, bool, error) {
+// operand is a condition's key or value: the expression of its value when the rule runs, the
+// JSON types it can have and those of its items where it is a list, or the literal.
+func operand(v any, sc Scope, field string) (expr, any, bool, error) {
 	s, vars, lossy, err := substitute(v, sc, field, true)
 	if err != nil {
-		return nil, 0, nil, false, err
+		return expr{}, nil, false, err
 	}
 	if len(vars) == 0 {
-		return nil, literalTypes(v), v, false, nil
+		return expr{t: literalTypes(v)}, v, false, nil
 	}
 	e, ok := s.(expr)
 	if !ok {
-		return nil, 0, nil, false, errorf(field, "variables inside a list or map operand are not supported yet")
+		return expr{}, nil, false, errorf(field, "variables inside a list or map operand are not supported yet")
 	}
-	return e.e, e.t, nil, lossy, nil
+	return e, nil, lossy, nil
 }
 
 // literalTypes is the type of a literal operand as Kyverno reads it: a number's type is not
@@ -147,10 +147,11 @@ func literalTypes(v any) types {
 
 // condition1 is one condition.
 func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
-	key, kt, keyLit, lossy, err := operand(c.Key, sc, field+".key")
+	ko, keyLit, lossy, err := operand(c.Key, sc, field+".key")
 	if err != nil {
 		return nil, err
 	}
+	key, kt := ko.e, ko.t
 	if key == nil {
 		key, err = cel.Value(keyLit)
 		if err != nil {
@@ -158,18 +159,18 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		}
 		key = cel.Call("dyn", key)
 	}
-	val, _, valLit, _, err := operand(c.Value, sc, field+".value")
+	vo, valLit, vlossy, err := operand(c.Value, sc, field+".value")
 	if err != nil {
 		return nil, err
 	}
-	if val != nil {
-		return nil, errorf(field+".value", "variables in a condition's value are not supported yet")
+	op := strings.ToLower(c.Operator)
+	if vo.e != nil {
+		return runtimeValue(op, c.Operator, key, vo, lossy || vlossy, field+".value")
 	}
 	if lossy && hasReplacement(valLit) {
 		// Kyverno compares the bytes, CEL the characters.
 		return nil, errorf(field+".value", "a value holding U+FFFD compared with serviceAccountNamespace is not supported: %s", lossyWhy)
 	}
-	op := strings.ToLower(c.Operator)
 	switch op {
 	case "equals", "notequals":
 		return equals(key, kt, valLit, field+".value", op == "notequals")
@@ -186,6 +187,29 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		return durationOp(c.Operator, key, kt, field+".key")
 	}
 	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals)", c.Operator)
+}
+
+// runtimeValue is a condition whose value is a variable: a set operator's value that is a list
+// of strings, booleans or integers (or null, for which Kyverno's set operators are false). A
+// value that can be a string, which Kyverno reads as JSON where it is valid JSON, and the other
+// operators, which read a string value as a duration, a quantity, a number or a pattern, are
+// refused.
+func runtimeValue(op, written string, key cel.Expr, v expr, lossy bool, field string) (cel.Expr, error) {
+	switch op {
+	case "anyin", "anynotin", "allin", "allnotin":
+	default:
+		return nil, errorf(field, "a variable as the value of %s is not supported yet: Kyverno reads a string value as a duration, a quantity, a number or a pattern, as it reads a literal; only the set operators (AnyIn, AnyNotIn, AllIn, AllNotIn) take a variable value, a list", written)
+	}
+	if lossy {
+		return nil, errorf(field, "serviceAccountNamespace in a set operator with a variable value is not supported: %s", lossyWhy)
+	}
+	if !v.t.only(tList | tNull) {
+		return nil, errorf(field, "the value can be %s: a set operator's variable value is supported when it is a list (or null), not yet when it can be a string (Kyverno reads a string value as JSON where it is valid JSON, else as one item) or anything else; make it a list, for example with || `[]`", typeNames(v.t))
+	}
+	if v.items == 0 || !v.items.only(tStr|tBool|tInt) {
+		return nil, errorf(field, "the value's items can be %s: a set operator's variable value is supported as a list of strings, booleans or integers (Kyverno compares their text, Go's fmt.Sprint of each)", typeNames(v.items))
+	}
+	return setOpList(op, key, v.e), nil
 }
 
 // stringList reads a set operator's value: a list of strings, or one string. Numbers and
@@ -238,7 +262,7 @@ func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 	in := func(s cel.Expr) cel.Expr {
 		var cs []cel.Expr
 		for _, v := range vals {
-			cs = append(cs, cel.Or(Glob(v, s), globRuntime(s, v)))
+			cs = append(cs, cel.Or(Glob(v, s), globRuntime(s, cel.Str(v))))
 		}
 		return cel.Or(cs...)
 	}
@@ -287,14 +311,51 @@ func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 	return cel.Let("k", cel.Call("dyn", key), cel.Cond(isScalar, scalar, cel.Cond(isList, list, cel.False)))
 }
 
-// globRuntime is Kyverno's wildcard match of the literal s against the run-time pattern p: p's
+// setOpList is setOp with a run-time value vals, a list whose items are strings, booleans or
+// integers (their text, as Kyverno's fmt.Sprint writes them), or null (every set operator is
+// then false: Kyverno's invalid type).
+func setOpList(op string, key, vals cel.Expr) cel.Expr {
+	k, vs, v := cel.Ident("k"), cel.Ident("vs"), cel.Ident("v")
+	text := func(x cel.Expr) cel.Expr {
+		return cel.Cond(cel.Bin("==", cel.Call("type", x), cel.Ident("string")), x, cel.Call("string", x))
+	}
+	// match is Kyverno's wildcard.Match of the run-time pattern p and text s.
+	match := func(p, s cel.Expr) cel.Expr { return cel.Or(cel.Bin("==", p, s), globRuntime(p, s)) }
+	in := func(s cel.Expr) cel.Expr {
+		return cel.Method(vs, "exists", v, cel.Let("t", text(v), cel.Or(match(cel.Ident("t"), s), match(s, cel.Ident("t")))))
+	}
+	e := cel.Ident("e")
+	var scalar, list cel.Expr
+	switch op {
+	case "anyin":
+		scalar = in(text(k))
+		list = cel.Method(k, "exists", e, in(text(e)))
+	case "anynotin":
+		scalar = cel.Not(in(text(k)))
+		list = cel.Method(k, "exists", e, cel.Not(in(text(e))))
+	case "allin":
+		scalar = in(text(k))
+		list = cel.Method(k, "all", e, in(text(e)))
+	case "allnotin":
+		scalar = cel.Not(in(text(k)))
+		list = cel.Method(k, "all", e, cel.Not(in(text(e))))
+	}
+	isScalar := cel.Or(cel.Bin("==", cel.Call("type", k), cel.Ident("string")), cel.Bin("==", cel.Call("type", k), cel.Ident("int")),
+		cel.Bin("==", cel.Call("type", k), cel.Ident("bool")), cel.Bin("==", cel.Call("type", k), cel.Ident("double")))
+	isList := cel.Bin("==", cel.Call("type", k), cel.Ident("list"))
+	body := cel.Cond(isScalar, scalar, cel.Cond(isList, list, cel.False))
+	return cel.Let("k", cel.Call("dyn", key), cel.Let("vs", cel.Call("dyn", vals),
+		cel.Cond(cel.Bin("==", cel.Call("type", vs), cel.Ident("list")), body, cel.False)))
+}
+
+// globRuntime is Kyverno's wildcard match of the text s against the run-time pattern p: p's
 // * and ? made a regular expression, its other characters escaped.
-func globRuntime(p cel.Expr, s string) cel.Expr {
+func globRuntime(p cel.Expr, s cel.Expr) cel.Expr {
 	re := p
 	for _, c := range []string{`\`, `.`, `+`, `(`, `)`, `|`, `[`, `]`, `{`, `}`, `^`, `$`} {
 		re = cel.Method(re, "replace", cel.Str(c), cel.Str(`\`+c))
 	}
 	re = cel.Method(cel.Method(re, "replace", cel.Str("*"), cel.Str(".*")), "replace", cel.Str("?"), cel.Str("."))
 	wild := cel.Or(cel.Method(p, "contains", cel.Str("*")), cel.Method(p, "contains", cel.Str("?")))
-	return cel.And(wild, cel.Method(cel.Str(s), "matches", cel.Bin("+", cel.Bin("+", cel.Str("^(?s)"), re), cel.Str("$"))))
+	return cel.And(wild, cel.Method(s, "matches", cel.Bin("+", cel.Bin("+", cel.Str("^(?s)"), re), cel.Str("$"))))
 }

@@ -33,8 +33,9 @@ var variableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
 
 // expr is a value computed when the rule runs: a variable, or a string with variables in it.
 type expr struct {
-	e cel.Expr
-	t types // the JSON types of its value
+	e     cel.Expr
+	t     types // the JSON types of its value
+	items types // when it can be a list, the types of the list's items
 }
 
 // Substitute replaces the variables in v's strings with the CEL expressions of their values:
@@ -87,7 +88,11 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 					if !null && v.t&tNull != 0 {
 						return nil, errorf(field, "the variable %s can be null, which Kyverno's patch reads as removing the field: not supported yet (give a default with ||)", x)
 					}
-					return expr{v.e, v.t}, nil
+					items := v.items
+					if items == 0 {
+						items = v.sh.item().types()
+					}
+					return expr{v.e, v.t, items}, nil
 				}
 				if l[0] > at {
 					parts = append(parts, cel.Str(x[at:l[0]]))
@@ -106,7 +111,7 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 			for _, p := range parts[1:] {
 				out = cel.Bin("+", out, p)
 			}
-			return expr{out, tStr}, nil
+			return expr{e: out, t: tStr}, nil
 		case map[string]any:
 			out := map[string]any{}
 			for _, k := range slices.Sorted(maps.Keys(x)) {

@@ -71,7 +71,7 @@ var notLowered = map[string]string{
 	"time_now":          "its result depends on when the rule runs",
 	"time_now_utc":      "its result depends on when the rule runs",
 	"time_since":        "its result depends on when the rule runs",
-	"keys":              "Kyverno's result follows Go's random map order",
+	"keys":              "Kyverno's result follows Go's random map order (supported only as the whole key or value of AnyIn, AnyNotIn, AllIn, AllNotIn, which ignore the order)",
 	"values":            "Kyverno's result follows Go's random map order",
 	"map":               "expression references (&expr) are not supported yet",
 	"max_by":            "expression references (&expr) are not supported yet",
@@ -92,6 +92,12 @@ var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_li
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	name, _ := n.Value.(string)
+	if top := c.keysTop; top {
+		c.keysTop = false
+		if name == "keys" && len(n.Children) == 1 {
+			return c.keysUnordered(n, cur)
+		}
+	}
 	f, ok := functions[name]
 	if !ok {
 		why := notLowered[name]
@@ -121,6 +127,26 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 		args[i] = v
 	}
 	return f.lower(c, name, args)
+}
+
+// keysUnordered is keys(m): the keys of the object m, in an order of CEL's, which only a reader
+// that ignores the order may see (Kyverno's follows Go's random map order); anything but an
+// object fails, as in Kyverno.
+func (c *lowering) keysUnordered(n jmespath.ASTNode, cur value) (value, error) {
+	a, err := c.operand(n.Children[0], cur)
+	if err != nil {
+		return value{}, err
+	}
+	if a.lossy {
+		return value{}, c.refuse("%s", lossyWhy)
+	}
+	k := cel.Ident("k")
+	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+		return cel.Cond(isType(dyn(x), "map"), cel.Method(dyn(x), "map", k, k), fail("keys: the argument is not an object: Kyverno fails the rule"))
+	})
+	v := found(e, tList, false)
+	v.items = tStr
+	return v, nil
 }
 
 func plural(n int) string {

@@ -94,6 +94,26 @@ type lowering struct {
 	src string // the variable's text, for messages
 	sc  Scope
 	n   int // names bound so far
+
+	// keysTop: the variable is keys(path) or path.keys(@), read where order changes nothing
+	// (Scope.orderFree); the first call lowered is that keys.
+	keysTop bool
+}
+
+// isKeysCall: is n keys(p) or p.keys(@), p a path of fields and indices (whose lowering calls
+// no function before keys)?
+func isKeysCall(n jmespath.ASTNode) bool {
+	keys := func(n jmespath.ASTNode) bool {
+		return n.NodeType == jmespath.ASTFunctionExpression && n.Value == "keys" && len(n.Children) == 1
+	}
+	if keys(n) {
+		return isPathStep(n.Children[0])
+	}
+	if n.NodeType == jmespath.ASTSubexpression && keys(n.Children[1]) {
+		at := n.Children[1].Children[0].NodeType
+		return isPathStep(n.Children[0]) && (at == jmespath.ASTCurrentNode || at == jmespath.ASTIdentity)
+	}
+	return false
 }
 
 func (c *lowering) refuse(format string, args ...any) error {
@@ -138,6 +158,7 @@ func variable(s string, sc Scope) (value, error) {
 	if err != nil {
 		return value{}, c.refuse("not JMESPath Kyverno can read (%v): Kyverno fails the rule", err)
 	}
+	c.keysTop = sc.orderFree && isKeysCall(n)
 	v, err := c.lower(n, value{virt: vRoot})
 	if err != nil {
 		return value{}, err

@@ -108,7 +108,10 @@ func preconditionVariables(pc *kyverno.Preconditions, sc Scope, field string) ([
 				name string
 				v    any
 			}{{"key", c.Key}, {"value", c.Value}} {
-				_, vs, _, err := substitute(o.v, sc, fmt.Sprintf("%s.%s[%d].%s", field, b.name, i, o.name), true)
+				// Only whether they have a value counts here.
+				osc := sc
+				osc.orderFree = true
+				_, vs, _, err := substitute(o.v, osc, fmt.Sprintf("%s.%s[%d].%s", field, b.name, i, o.name), true)
 				if err != nil {
 					return nil, err
 				}
@@ -147,6 +150,12 @@ func literalTypes(v any) types {
 
 // condition1 is one condition.
 func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
+	op := strings.ToLower(c.Operator)
+	switch op {
+	case "anyin", "anynotin", "allin", "allnotin":
+		// The set operators ignore the order of a list key's or value's items.
+		sc.orderFree = true
+	}
 	ko, keyLit, lossy, err := operand(c.Key, sc, field+".key")
 	if err != nil {
 		return nil, err
@@ -163,7 +172,6 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := strings.ToLower(c.Operator)
 	if vo.e != nil {
 		return runtimeValue(op, c.Operator, key, vo, lossy || vlossy, field+".value")
 	}

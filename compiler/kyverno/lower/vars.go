@@ -26,6 +26,11 @@ type Scope struct {
 	ConfigMaps []string
 	// Vars are the rule's variable context entries, lowered (see Context).
 	Vars []contextVar
+
+	// orderFree: the variable's value is read where the order of a list's items changes
+	// nothing (a set operator's key or value), so a whole variable keys(m) (or m.keys(@)),
+	// whose order in Kyverno follows Go's random map order, can be lowered.
+	orderFree bool
 }
 
 // variableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).

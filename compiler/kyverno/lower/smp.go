@@ -651,6 +651,13 @@ func hasDirective(v any) bool {
 // gate lowers a list item m with global anchors, which only gates the rule (Kyverno drops it from
 // the patch): the rule is skipped when the list is missing, or when no item of the list passes
 // all of m's conditions and some item fails a global one (an empty list passes).
+//
+// Kyverno's preprocessing walks the item against each element of the list (walkMap): at each
+// level its global anchors first (a failure is a global one), then its condition anchors (a
+// condition failure), then the fields without anchors, each against the element's field of that
+// name (missing: every anchor there fails); the first failure decides. A map field with anchors
+// below is walked so (one per level: the order of several would be the patch's field order);
+// scalars and maps without anchors beside the anchors change nothing.
 func (g *smp) gate(parent cel.Expr, name string, m map[string]any, s *openapi.ResourceSchema, field string, static bool) error {
 	if !static {
 		return errorf(field, "a global anchor in a list inside a list is not supported yet")
@@ -658,17 +665,72 @@ func (g *smp) gate(parent cel.Expr, name string, m map[string]any, s *openapi.Re
 	if s == nil || s.Elements() == nil || len(s.Elements().Schema.Properties) == 0 {
 		return errorf(field, "a global anchor in a list is supported where kyaml's schema of the kind (Kubernetes' built-in kinds) says the list holds objects; here it does not")
 	}
+	if !hasGlobalKey(m) {
+		return errorf(field, "a list item whose only global anchor is a string value is not supported yet")
+	}
 	xv := g.fresh("x")
 	x := cel.Ident(xv)
-	var globals, conds []cel.Expr
+	globals, conds, nested, err := g.walk(m, x, cel.True, field)
+	if err != nil {
+		return err
+	}
+	cur := cel.Index(parent, cel.Str(name))
+	var pass cel.Expr
+	if nested == nil {
+		// Some element passes every anchor, or none fails a global one.
+		pass = cel.Or(cel.Method(cur, "exists", x, cel.And(append(globals, conds...)...)), cel.Method(cur, "all", x, cel.And(globals...)))
+	} else {
+		code := walkCode(globals, conds, nested, cel.True)
+		pass = cel.Or(cel.Method(cur, "exists", x, cel.Bin("==", code, cel.Int(0))), cel.Method(cur, "all", x, cel.Bin("!=", code, cel.Int(2))))
+	}
+	if missingCode(m) == 2 {
+		// Where the list is missing, the walk fails a global anchor first: skipped.
+		g.conds = append(g.conds, cel.And(g.reach, present(parent, name), pass))
+	} else {
+		g.conds = append(g.conds, cel.And(g.reach, cel.Cond(present(parent, name), pass, cel.True)))
+	}
+	return nil
+}
+
+// missingCode is walkCode where the element has nothing (Kyverno walks the item against the
+// missing list too): the first level with anchors decides.
+func missingCode(m map[string]any) int {
+	var cond bool
+	var nested map[string]any
+	for k, v := range m {
+		switch kind, _ := anchor(k); kind {
+		case "<":
+			return 2
+		case "(":
+			cond = true
+		case "":
+			if sub, ok := v.(map[string]any); ok && hasAnchor(sub) {
+				nested = sub
+			}
+		}
+	}
+	if cond {
+		return 1
+	}
+	if nested != nil {
+		return missingCode(nested)
+	}
+	return 0
+}
+
+// walk reads the pattern m at one level of Kyverno's walk of a gating list item, on the element
+// value cur (present where there holds): its global anchors' and condition anchors' tests, and
+// the code of the one map field below with anchors (nil: none; see walkCode).
+func (g *smp) walk(m map[string]any, cur, there cel.Expr, field string) (globals, conds []cel.Expr, nested cel.Expr, err error) {
+	var nestedKey string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind, key := anchor(k)
 		f := join(field, k)
 		switch kind {
 		case "<", "(":
-			c, err := condition(x, key, m[k], f)
+			c, err := condition(cur, key, m[k], f)
 			if err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 			if kind == "<" {
 				globals = append(globals, c)
@@ -676,22 +738,81 @@ func (g *smp) gate(parent cel.Expr, name string, m map[string]any, s *openapi.Re
 				conds = append(conds, c)
 			}
 		case "":
-			switch m[k].(type) {
-			case map[string]any, []any:
-				return errorf(f, "a map or list beside a global anchor in a list item is not supported yet")
+			switch v := m[k].(type) {
+			case map[string]any:
+				if !hasAnchor(v) {
+					continue // walked without failing
+				}
+				if nestedKey != "" {
+					return nil, nil, nil, errorf(f, "anchors in several maps of a list item with a global anchor are not supported: Kyverno walks them in the patch's field order, and the first failure decides whether the rule is skipped")
+				}
+				nestedKey = k
+			case []any:
+				if len(v) > 0 {
+					if _, ok := v[0].(map[string]any); ok {
+						return nil, nil, nil, errorf(f, "a list of maps in a list item with a global anchor is not supported yet")
+					}
+				}
 			}
 			// A scalar: Kyverno drops the item from the patch, and ignores it.
 		default:
-			return errorf(f, "the %s(...) anchor beside a global anchor in a list item is not supported yet", kind)
+			return nil, nil, nil, errorf(f, "the %s(...) anchor in a list item with a global anchor is not supported yet", kind)
 		}
 	}
-	if len(globals) == 0 {
-		return errorf(field, "a global anchor below a list item's top level is not supported yet")
+	if nestedKey != "" {
+		sub := cel.Index(cur, cel.Str(nestedKey))
+		subThere := cel.And(there, present(cur, nestedKey), cel.Bin("==", cel.Call("type", sub), cel.Ident("map")))
+		if there == cel.True {
+			subThere = cel.And(present(cur, nestedKey), cel.Bin("==", cel.Call("type", sub), cel.Ident("map")))
+		}
+		gs, cs, n, err := g.walk(m[nestedKey].(map[string]any), sub, subThere, join(field, nestedKey))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		nested = walkCode(gs, cs, n, subThere)
 	}
-	cur := cel.Index(parent, cel.Str(name))
-	pass := cel.Or(cel.Method(cur, "exists", x, cel.And(append(globals, conds...)...)), cel.Method(cur, "all", x, cel.And(globals...)))
-	g.conds = append(g.conds, cel.And(g.reach, present(parent, name), pass))
-	return nil
+	return globals, conds, nested, nil
+}
+
+// walkCode is what Kyverno's walk of one level gives (globals and conds its anchors' tests, nested
+// the code of the level below, nil for none; there where the element has the level): 0 no
+// failure, 1 a condition fails, 2 a global one does. Globals are tested first, then conditions,
+// then the level below; where the element has nothing, every anchor fails.
+func walkCode(globals, conds []cel.Expr, nested, there cel.Expr) cel.Expr {
+	ok := func(cs []cel.Expr) cel.Expr {
+		if len(cs) == 0 {
+			return cel.True
+		}
+		if there == cel.True {
+			return cel.And(cs...)
+		}
+		return cel.Cond(there, cel.And(cs...), cel.False)
+	}
+	choose := func(c, t, f cel.Expr) cel.Expr {
+		if c == cel.True {
+			return t
+		}
+		return cel.Cond(c, t, f)
+	}
+	if nested == nil {
+		nested = cel.Int(0)
+	}
+	return choose(ok(globals), choose(ok(conds), nested, cel.Int(1)), cel.Int(2))
+}
+
+// hasGlobalKey: does v hold a key <(k) anywhere?
+func hasGlobalKey(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if kind, _ := anchor(k); kind == "<" || hasGlobalKey(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, hasGlobalKey)
+	}
+	return false
 }
 
 func hasTopCondition(m map[string]any) bool {

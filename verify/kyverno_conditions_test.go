@@ -44,11 +44,12 @@ func TestKyvernoConditionMatrix(t *testing.T) {
 		"{{ request.object.metadata.annotations.qty || '1Gi' }}",         // a quantity, often
 		"{{ request.object.metadata.annotations.missing == `null` }}",    // a boolean, true
 		"{{ request.object.metadata.labels.team || request.namespace }}", // a string
+		"{{ request.object.metadata.labels || `{}` }}",                   // a map
 	}
 	values := []string{
 		`web`, `web*`, `"*-frontend"`, `""`, `"1"`, `"2.5"`, `1Gi`, `512Mi`, `"10"`, `true`, `false`,
 		`3`, `2.5`, `0`, `3.0`, `[web, api]`, `["web*", "1"]`, `[1, 3, true]`, `[]`, `"1-10"`, `30s`,
-		`"1.2.3"`, `[gold, "kube*"]`,
+		`"1.2.3"`, `[gold, "kube*"]`, `{}`, `{app: web}`,
 		// Variables: a list of strings, the same or missing (the rule fails), a string.
 		"'{{ request.object.metadata.finalizers || `[]` }}'", "'{{ request.object.metadata.finalizers }}'",
 		"'{{ request.namespace }}'",

@@ -136,13 +136,50 @@ func equals(key cel.Expr, kt types, val any, field string, not bool) (cel.Expr, 
 			asInt = cel.Bin("==", k, cel.Int(int64(f)))
 		}
 		body = cel.Cond(keyType(k, "int"), asInt, cel.Cond(keyType(k, "double"), cel.Bin("==", k, cel.Double(f)), cel.False))
+	case []any, map[string]any:
+		// Kyverno compares a list (a map) key with reflect.DeepEqual, and every other key as
+		// unequal. Without numbers in the value (the object's reach Kyverno as int64 or float64,
+		// which DeepEqual tells apart), that is CEL's equality.
+		if hasNumber(v) {
+			return nil, errorf(field, "a list or map value with numbers in it is not supported: Kyverno compares it with the key with reflect.DeepEqual, which tells the object's numbers apart by whether they reached it as int64 or float64")
+		}
+		lit, err := cel.Value(v)
+		if err != nil {
+			return nil, errorf(field, "%v", err)
+		}
+		t := "list"
+		if _, ok := v.(map[string]any); ok {
+			t = "map"
+		}
+		body = cel.And(keyType(k, t), cel.Bin("==", k, lit))
 	default:
-		return nil, errorf(field, "a value of type %T is not supported yet (strings, booleans and numbers are)", val)
+		return nil, errorf(field, "a value of type %T is not supported yet (strings, booleans, numbers, and lists and maps of strings and booleans are)", val)
 	}
 	if not {
 		body = cel.And(cel.Bin("!=", cel.Call("type", k), cel.Ident("null_type")), cel.Not(body))
 	}
 	return cel.Let("k", cel.Call("dyn", key), body), nil
+}
+
+// hasNumber: does v hold a number anywhere?
+func hasNumber(v any) bool {
+	switch x := v.(type) {
+	case int64, float64, int:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasNumber(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasNumber(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // numberValue is a condition's number value (an int64 or a float64, as Kubernetes' JSON decoding

@@ -32,13 +32,26 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 			return nil, errorf(field, "%v", err)
 		}
 		for i, t := range toks {
-			if negative(t) > 0 && i != len(toks)-1 {
-				return nil, errorf(field, "a negative list index inside a path is not supported yet: only a path's last token can be one")
+			if i == len(toks)-1 {
+				break
 			}
-			if t == "-" && i != len(toks)-1 {
+			if k := negative(t); k > 0 {
+				if k > 1 || op.Op != "add" {
+					return nil, errorf(field, "a negative list index inside a path is supported as -1 in an add; not %s in %s yet", t, op.Op)
+				}
+				// -1 reads the list's last item as the object stands: another operation on
+				// what the path goes through would change which one.
+				for m, o := range ops {
+					if ot, err := pointer(o.Path); err == nil && m != n && sharesCreated(ot, toks, always) {
+						return nil, errorf(field, "-1 inside the path, with operation [%d] (%s %s) on the same part of the object, is not supported: Kyverno reads the last item as the earlier operations left it; split them into rules", m, o.Op, o.Path)
+					}
+				}
+				continue
+			}
+			if t == "-" {
 				return nil, errorf(field, "\"-\" can only end a path")
 			}
-			if isIndex(t) && i != len(toks)-1 && op.Op == "add" {
+			if isIndex(t) && op.Op == "add" {
 				return nil, errorf(field, "a list index inside a path is not supported yet (Kyverno pads missing items with nulls)")
 			}
 		}
@@ -136,7 +149,27 @@ func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int
 		return there
 	}
 	whenMissing := cel.List(cel.PatchOp("add", p.Child(t), created(toks[d+1:], val)))
-	return cel.CondList(present(cur, t), there, whenMissing)
+	field := cel.CondList(present(cur, t), there, whenMissing)
+	if t != "-1" {
+		return field
+	}
+	// -1 inside the path (evanphx/json-patch v5 with negative indices): in a list, its last
+	// item, or where it is empty, a new item made for the rest of the path (inserted at
+	// index 0, which is appending); in a map, the key "-1".
+	last := cel.Bin("-", cel.Call("size", cur), cel.Int(1))
+	inLast := ensureAdd(cel.Index(cur, last), p.Index(cel.Call("string", last)), toks, d+1, func(int) bool { return false }, val, nil)
+	appended := cel.List(cel.PatchOp("add", p.Child("-"), created(toks[d+1:], val)))
+	return cel.CondList(isList(cur), cel.CondList(cel.Bin(">", cel.Call("size", cur), cel.Int(0)), inLast, appended), field)
+}
+
+// sharesCreated: do the paths a and b go through a common part of the object that an add can
+// create (their common prefix, unless it is only maps every object of the kind has)?
+func sharesCreated(a, b []string, always map[string]bool) bool {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n > 0 && !always[pathKey(a[:n])]
 }
 
 // negative is k for a token "-k" (a negative list index, k > 0), else 0.
@@ -191,6 +224,10 @@ func removedAbove(removed [][]string, toks []string) bool {
 // created is the value that makes the path toks with val at its end: objects, and a list of
 // val when the last token is an index (0) or "-".
 func created(toks []string, val cel.Expr) cel.Expr {
+	if len(toks) > 1 && toks[0] == "-1" {
+		// Kyverno creates a list and, at -1 in it, the item for the rest of the path.
+		return cel.List(created(toks[1:], val))
+	}
 	if len(toks) == 1 {
 		if toks[0] == "-" {
 			return cel.List(val)

@@ -237,7 +237,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			return nil, 0, problem(p, r, "match", err)
 		}
 		kinds = append(kinds, rk...)
-		if slices.Contains(rk, gk{Version: "v1", Kind: "Pod"}) && changesEphemeralContainers(r) {
+		if (slices.Contains(rk, gk{Version: "v1", Kind: "Pod"}) || hasAnyKind(rk)) && changesEphemeralContainers(r) {
 			return nil, 0, problem(p, r, "mutate", errors.New("changes ephemeral containers: Kyverno's webhook is also called for pods/ephemeralcontainers wherever a policy has Pod rules (kubectl debug adds ephemeral containers there) and runs the Pod rules on it; the compiled policy does not intercept that subresource yet, so the ephemeral containers added later would not be changed: keep this rule on Kyverno, or leave the ephemeral containers out of it"))
 		}
 		guard, err := lower.Rule(p, r)
@@ -311,7 +311,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 				vars = append(vars, vs...)
 			}
 			// Per kind: the maps its objects always have need no creation.
-			if len(rk) == 0 {
+			if len(rk) == 0 || hasAnyKind(rk) {
 				ops, err = lower.JSON6902("", "", jops)
 			} else {
 				ops, err = perKind(rk, func(apiVersion, kind string) (cel.Expr, string, error) {
@@ -628,8 +628,18 @@ func matchConditions(env *cel.Env, p *kyverno.Policy) ([]emit.Condition, error) 
 // gk is a kind a rule applies to, with the version its schema is read in.
 type gk struct{ Group, Version, Kind string }
 
+// anyKind stands for kinds: ["*"], every kind of every group and version (and no subresource),
+// custom resources included.
+var anyKind = gk{Group: "*", Version: "*", Kind: "*"}
+
+// hasAnyKind: does the list hold anyKind?
+func hasAnyKind(kinds []gk) bool { return slices.Contains(kinds, anyKind) }
+
 // objectShape is what the schema says of the objects of the kinds, for the rule's variables.
 func objectShape(kinds []gk) lower.Shape {
+	if hasAnyKind(kinds) {
+		return lower.Shape{} // unknown
+	}
 	var ks []lower.Kind
 	for _, k := range kinds {
 		ks = append(ks, lower.Kind{Group: k.Group, Version: k.Version, Kind: k.Kind})
@@ -651,8 +661,12 @@ func ruleKinds(r *kyverno.Rule, opts route.Options) ([]gk, error) {
 			if pk.Subresource != "" {
 				return nil, fmt.Errorf("kind %q: subresources are not supported yet", k)
 			}
+			if pk.Group == "*" && pk.Version == "*" && pk.Kind == "*" {
+				// Every kind: the rule's guard tests nothing of the request's kind.
+				return []gk{anyKind}, nil
+			}
 			if strings.ContainsAny(pk.Kind, "*?") {
-				return nil, fmt.Errorf("kind %q: wildcard kinds are not supported yet: name the kinds", k)
+				return nil, fmt.Errorf("kind %q: wildcard kinds other than \"*\" (every kind) are not supported yet: name the kinds", k)
 			}
 			found := knownKindsCached(pk, opts)
 			if len(found) == 0 {
@@ -746,6 +760,18 @@ func glob(pattern, s string) bool {
 // strategicMerge lowers the rule's patchStrategicMerge for each kind it applies to (merge keys
 // depend on the kind).
 func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
+	if hasAnyKind(kinds) {
+		// Kyverno's merge reads each kind's schema (merge keys, replaced lists, retained keys);
+		// labels and annotations merge alike in every kind.
+		if err := onlyLabelsAndAnnotations(patch); err != nil {
+			return nil, err
+		}
+		cond, ops, err := lower.StrategicMerge("", "", patch)
+		if err != nil {
+			return nil, err
+		}
+		return cel.Guarded(cond, ops), nil
+	}
 	lowered := map[string]cel.Expr{} // by schema signature: kinds whose lists merge alike
 	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
 		sig := lower.Signature(apiVersion, kind, patch)
@@ -767,6 +793,9 @@ func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
 // otherwise nil and why not. Custom resources are left to the JSONPatch: their schema, not
 // Kubernetes', decides how an apply merges.
 func applyConfiguration(patch map[string]any, kinds []gk) (cel.Expr, string) {
+	if hasAnyKind(kinds) {
+		return nil, "a rule for every kind (*), custom resources included, whose schemas decide how an apply merges"
+	}
 	e, err := perKindOr(kinds, cel.EmptyObject(), func(apiVersion, kind string) (cel.Expr, string, error) {
 		gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 		if !clientgoscheme.Scheme.Recognizes(gvk) {
@@ -840,6 +869,15 @@ func perKindOr(kinds []gk, none cel.Expr, lowerKind func(apiVersion, kind string
 // resourceRules are the policy's matchConstraints: every kind of every rule, on CREATE and
 // UPDATE (the requests Kyverno's mutating webhook is called for); each mutation checks its own.
 func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
+	if hasAnyKind(kinds) {
+		// Every resource, as Kyverno's webhook for a policy of kinds "*" (its rules test each
+		// request's kind).
+		scope := admissionregistrationv1.AllScopes
+		return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
+		}}}
+	}
 	byGroup := map[string][]string{}
 	for _, k := range kinds {
 		res, ok := resources.Resource(schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind})
@@ -882,6 +920,9 @@ func contains(s []string, x string) bool {
 // and request.object from the object as the earlier entries left it: the mutations of a
 // MutatingAdmissionPolicy, one per entry, do the same.
 func forEach(r *kyverno.Rule, kinds []gk) ([]cel.Expr, error) {
+	if hasAnyKind(kinds) {
+		return nil, errors.New("foreach in a rule for every kind (*) is not supported yet: name the kinds")
+	}
 	var out []cel.Expr
 	for n, fe := range r.ForEach {
 		e, err := perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
@@ -956,8 +997,44 @@ func changesEphemeralContainers(r *kyverno.Rule) bool {
 	return smp(r.StrategicMerge) || ops(r.JSON6902) || each(r.ForEach)
 }
 
+// onlyLabelsAndAnnotations checks that a patch of a rule for every kind sets only labels and
+// annotations (with anchors): what Kyverno's merge does elsewhere depends on the kind's schema.
+func onlyLabelsAndAnnotations(patch map[string]any) error {
+	for k, v := range patch {
+		if k != "metadata" {
+			return fmt.Errorf("%s: a rule for every kind (*) patches only metadata.labels and metadata.annotations here: Kyverno's merge of other fields depends on each kind's schema (merge keys, lists replaced whole); name the kinds", k)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("metadata: must be a map")
+		}
+		for mk, mv := range m {
+			if mk != "labels" && mk != "annotations" {
+				return fmt.Errorf("metadata.%s: a rule for every kind (*) patches only metadata.labels and metadata.annotations here: Kyverno's merge of other fields depends on each kind's schema; name the kinds", mk)
+			}
+			entries, ok := mv.(map[string]any)
+			if !ok {
+				return fmt.Errorf("metadata.%s: must be a map of strings", mk)
+			}
+			for ek, ev := range entries {
+				switch ev.(type) {
+				case map[string]any, []any:
+					return fmt.Errorf("metadata.%s.%s: must be a string", mk, ek)
+				}
+				if strings.HasPrefix(ek, "$") {
+					return fmt.Errorf("metadata.%s.%s: directives in a rule for every kind (*) are not supported", mk, ek)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // overlap: do the kind lists share a kind?
 func overlap(a, b []gk) bool {
+	if len(a) > 0 && len(b) > 0 && (hasAnyKind(a) || hasAnyKind(b)) {
+		return true
+	}
 	for _, x := range a {
 		if slices.Contains(b, x) {
 			return true
@@ -991,14 +1068,36 @@ type member struct {
 // order; rules for other kinds do nothing to it. So the j-th mutation runs, for each kind, the
 // j-th rule for that kind (Kyverno's autogen rules for the Pod controllers and CronJobs share
 // their Pod rule's mutation): as many mutations as the most rules any kind has.
+//
+// A rule for every kind (anyKind) runs, in its place, for each kind the other rules name, and
+// for the kinds they do not (anyKind in the steps: choose gives it the other kinds).
 func steps(rules []emitted) []step {
 	var kinds []gk
-	seq := map[gk][]int{}
-	for i, r := range rules {
+	seen := map[gk]bool{}
+	for _, r := range rules {
 		for _, k := range r.kinds {
-			if seq[k] == nil {
+			if !seen[k] && k != anyKind {
+				seen[k] = true
 				kinds = append(kinds, k)
 			}
+		}
+	}
+	any := false
+	for _, r := range rules {
+		any = any || hasAnyKind(r.kinds)
+	}
+	if any {
+		kinds = append(kinds, anyKind)
+	}
+	seq := map[gk][]int{}
+	for i, r := range rules {
+		if hasAnyKind(r.kinds) {
+			for _, k := range kinds {
+				seq[k] = append(seq[k], i)
+			}
+			continue
+		}
+		for _, k := range r.kinds {
 			seq[k] = append(seq[k], i)
 		}
 	}
@@ -1100,19 +1199,35 @@ func (st step) choose(of func(member) cel.Expr, none cel.Expr, empty func(cel.Ex
 	if len(st) == 1 && len(st[0].kinds) == len(st[0].emitted.kinds) {
 		return of(st[0]), []cel.Expr{of(st[0])}
 	}
+	kind := cel.Field(cel.Ident("request"), "kind")
+	is := func(k gk) cel.Expr {
+		return cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind)))
+	}
 	out := none
 	var parts []cel.Expr
+	// The member for anyKind (a rule for every kind, in a step where every kind of the policy
+	// has a member) runs for every kind the other members do not name, each in a branch of its
+	// own before it: it is the innermost branch.
+	anyAt := slices.IndexFunc(st, func(m member) bool { return slices.Contains(m.kinds, anyKind) })
+	if anyAt >= 0 {
+		out = of(st[anyAt])
+		if !empty(out) {
+			parts = append(parts, out)
+		}
+	}
 	for i := len(st) - 1; i >= 0; i-- {
-		var is []cel.Expr
+		if i == anyAt {
+			continue
+		}
+		var ks []cel.Expr
 		for _, k := range st[i].kinds {
-			kind := cel.Field(cel.Ident("request"), "kind")
-			is = append(is, cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str(k.Group)), cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k.Kind))))
+			ks = append(ks, is(k))
 		}
 		e := assumeKinds(of(st[i]), st[i].kinds)
 		if !empty(e) {
 			parts = append(parts, e)
 		}
-		out = cel.CondList(cel.Or(is...), e, out)
+		out = cel.CondList(cel.Or(ks...), e, out)
 	}
 	slices.Reverse(parts)
 	return out, parts
@@ -1221,6 +1336,9 @@ func configMapAlwaysRead(p *kyverno.Policy, opts route.Options) error {
 }
 
 func kindName(k gk) string {
+	if k == anyKind {
+		return "every kind (*)"
+	}
 	if k.Group == "" {
 		return k.Version + "/" + k.Kind
 	}

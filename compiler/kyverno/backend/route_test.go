@@ -1,9 +1,11 @@
 package backend
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 )
 
 // TestAssumeKinds: under the kinds a step's branch runs for, the tests of the request's group
@@ -38,6 +40,47 @@ func TestAssumeKinds(t *testing.T) {
 	} {
 		if got := cel.String(assumeKinds(tc.e, tc.kinds)); got != tc.want {
 			t.Errorf("%s: got\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestStepsAnyKind: a rule for every kind runs in its place for each kind the other rules name,
+// and alone for the others.
+func TestStepsAnyKind(t *testing.T) {
+	pod, cm := gk{Version: "v1", Kind: "Pod"}, gk{Version: "v1", Kind: "ConfigMap"}
+	rules := []emitted{
+		{kinds: []gk{pod}, rule: &kyverno.Rule{Name: "pod"}, e: cel.List(cel.Str("pod"))},
+		{kinds: []gk{anyKind}, rule: &kyverno.Rule{Name: "any"}, e: cel.List(cel.Str("any"))},
+		{kinds: []gk{cm}, rule: &kyverno.Rule{Name: "cm"}, e: cel.List(cel.Str("cm"))},
+	}
+	var got []string
+	for _, st := range steps(rules) {
+		var ms []string
+		for _, m := range st {
+			var ks []string
+			for _, k := range m.kinds {
+				ks = append(ks, k.Kind)
+			}
+			ms = append(ms, m.rule.Name+":"+strings.Join(ks, ","))
+		}
+		got = append(got, strings.Join(ms, " "))
+	}
+	want := []string{
+		"pod:Pod any:ConfigMap,*", // ConfigMaps and the other kinds run the rule for every kind first
+		"any:Pod cm:ConfigMap",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// In the first step, the rule for every kind is the branch for every kind but Pod; in the
+	// second, ConfigMaps run theirs and every other kind the rule for every kind.
+	for i, want := range []string{
+		`(((request.kind.group) == ("")) && ((request.kind.kind) == ("Pod"))) ? (["pod"]) : (["any"])`,
+		`(((request.kind.group) == ("")) && ((request.kind.kind) == ("Pod"))) ? (["any"]) : ((((request.kind.group) == ("")) && ((request.kind.kind) == ("ConfigMap"))) ? (["cm"]) : ([]))`,
+	} {
+		e, _ := steps(rules)[i].expr()
+		if s := cel.String(e); s != want {
+			t.Errorf("step %d: %s\nwant %s", i, s, want)
 		}
 	}
 }

@@ -24,6 +24,12 @@ func Unfiltered(c *kyverno.Config, kinds []Kind) (resources, users cel.Expr) {
 		}
 		matchesAll, matchesSome, namespaceKind := true, false, false
 		for _, k := range kinds {
+			if k.Group == "*" && k.Version == "*" && k.Kind == "*" {
+				// Every kind: the filter matches some (tested on the request).
+				matchesAll, matchesSome = false, true
+				namespaceKind = namespaceKind || kyverno.Match(f.Group, "") && kyverno.Match(f.Kind, "Namespace")
+				continue
+			}
 			m := kyverno.Match(f.Group, k.Group) && kyverno.Match(f.Kind, k.Kind)
 			matchesAll, matchesSome = matchesAll && m, matchesSome || m
 			namespaceKind = namespaceKind || m && k.Group == "" && k.Kind == "Namespace"

@@ -41,6 +41,7 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 		group, version = "", apiVersion
 	}
 	r := &forEachLowering{
+		apiVersion: apiVersion, kind: kind,
 		obj:    ObjectShape(Kind{Group: group, Version: version, Kind: kind}),
 		schema: openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}),
 	}
@@ -52,8 +53,9 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Exp
 }
 
 type forEachLowering struct {
-	obj    Shape
-	schema *openapi.ResourceSchema // of the object (nil: unknown)
+	apiVersion, kind string
+	obj              Shape
+	schema           *openapi.ResourceSchema // of the object (nil: unknown)
 }
 
 // loop is one foreach loop of an entry and the entries it is nested in.
@@ -149,7 +151,8 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 	case "Descending":
 		reverse = true
 	}
-	var merges cel.Expr // element x at index i gets a strategic merge (nil: no moves)
+	var merges cel.Expr    // element x at index i gets a strategic merge (nil: no moves)
+	var besideOps cel.Expr // the operations of the fields beside the list (nil: none)
 	switch {
 	case len(fe.ForEach) > 1:
 		return loweredLoop{}, errorf(field+".foreach", "a nested foreach with several entries is not supported yet: the entries after the first read request.object as the earlier ones left it, element by element; nest one entry, or write the others in a rule of their own")
@@ -165,6 +168,17 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 		}
 		vars = vs
+		if d == 0 {
+			// Fields beside the way to the list: merged with each element's patch, the same
+			// each time.
+			chain, beside := splitBeside(sub.(map[string]any), lp.path)
+			if beside != nil {
+				if besideOps, err = r.besideOps(beside, lp.path, field+".patchStrategicMerge"); err != nil {
+					return loweredLoop{}, err
+				}
+				sub = chain
+			}
+		}
 		rest, err := patchedItem(sub, loops)
 		if err != nil {
 			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
@@ -242,7 +256,89 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		out.merges = cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x,
 			cel.And(cel.Bin("!=", x, cel.Null()), pre, merges), cel.True)), cel.Int(0))
 	}
+	if besideOps != nil {
+		// Kyverno merges them with the first element's patch, and again, unchanged, with every
+		// later one: as once, where some element is merged.
+		out.ops = concat([]cel.Expr{out.ops, cel.Guarded(out.merges, besideOps)})
+	}
 	return out, nil
+}
+
+// splitBeside splits a foreach's strategic merge patch into the way to its list (path, from the
+// object) and the fields beside it (nil when there are none).
+func splitBeside(patch map[string]any, path []string) (chain, beside map[string]any) {
+	chain = map[string]any{}
+	var walk func(m map[string]any, path []string, ch map[string]any) map[string]any
+	walk = func(m map[string]any, path []string, ch map[string]any) map[string]any {
+		var out map[string]any
+		for k, v := range m {
+			if k == path[0] {
+				sub, ok := v.(map[string]any)
+				if len(path) == 1 || !ok {
+					ch[k] = v
+					continue
+				}
+				next := map[string]any{}
+				ch[k] = next
+				if b := walk(sub, path[1:], next); b != nil {
+					if out == nil {
+						out = map[string]any{}
+					}
+					out[k] = b
+				}
+				continue
+			}
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[k] = v
+		}
+		return out
+	}
+	beside = walk(patch, path, chain)
+	return chain, beside
+}
+
+// besideOps lowers the fields of a foreach's strategic merge beside the way to its list: a
+// patch of their own, the same for every element (no variables), which neither reads nor
+// changes the list (no anchors but add-if-not-present ones, no directives), so that merging it
+// with every element's patch is merging it once.
+func (r *forEachLowering) besideOps(beside map[string]any, list []string, field string) (cel.Expr, error) {
+	if hasExpr(beside) {
+		return nil, errorf(field, "variables in the fields beside the list %s are not supported yet: Kyverno merges them with each element's patch, their values differing from one element to the next", strings.Join(list, "."))
+	}
+	var check func(v any, at string) error
+	check = func(v any, at string) error {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if kind, _ := anchor(k); kind != "" && kind != "+" {
+					return errorf(join(at, k), "anchors beside the list of a foreach are not supported yet (add-if-not-present ones are): Kyverno decides them with each element's patch, which they can skip")
+				}
+				if strings.HasPrefix(k, "$") {
+					return errorf(join(at, k), "directives beside the list of a foreach are not supported yet")
+				}
+				if err := check(e, join(at, k)); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for n, e := range x {
+				if err := check(e, fmt.Sprintf("%s[%d]", at, n)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := check(beside, field); err != nil {
+		return nil, err
+	}
+	cond, ops, err := StrategicMerge(r.apiVersion, r.kind, beside)
+	if err != nil {
+		return nil, errorf(field, "%v", err)
+	}
+	return cel.Guarded(cond, ops), nil
 }
 
 // patchedItem follows a strategic merge patch down the loops' lists to the innermost element's

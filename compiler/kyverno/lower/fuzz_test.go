@@ -97,6 +97,8 @@ func FuzzStrategicMerge(f *testing.F) {
 		"spec: {containers: [{name: a, $patch: delete}, {name: b, $patch: replace}, {name: c, resources: {$patch: delete}}]}",
 		"spec: {initContainers: [{name: a, $patch: delete}], containers: [{$patch: replace}]}",
 		"metadata: {annotations: {a: null}}, spec: {affinity: {nodeAffinity: {}}}",
+		"metadata: {annotations: {+(a): b}}, spec: {volumes: [{hostPath: {<(path): '*'}}]}",
+		"spec: {volumes: [{(name): 'data*', csi: {volumeAttributes: {<(tier): fast}}, emptyDir: {medium: Memory}}]}",
 	} {
 		f.Add(s)
 	}

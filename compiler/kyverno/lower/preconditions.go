@@ -274,30 +274,12 @@ func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 		}
 		return cel.Or(cs...)
 	}
-	text := func(x cel.Expr) cel.Expr {
-		return cel.Cond(cel.Bin("==", cel.Call("type", x), cel.Ident("string")), x, cel.Call("string", x))
-	}
-	e := cel.Ident("e")
-	var scalar, list cel.Expr
-	switch op {
-	case "anyin":
-		scalar = in(text(k))
-		list = cel.Method(k, "exists", e, in(text(e)))
-	case "anynotin":
-		scalar = cel.Not(in(text(k)))
-		list = cel.Method(k, "exists", e, cel.Not(in(text(e))))
-	case "allin":
-		scalar = in(text(k))
-		list = cel.Method(k, "all", e, in(text(e)))
-	case "allnotin":
-		scalar = cel.Not(in(text(k)))
-		list = cel.Method(k, "all", e, cel.Not(in(text(e))))
-	}
+	scalar, list := setOpParts(op, k, in)
 	if one {
 		s := vals[0]
 		not := strings.HasSuffix(op, "notin")
 		// A scalar key: s as a pattern only.
-		scalar = Glob(s, text(k))
+		scalar = Glob(s, keyText(k))
 		if not {
 			scalar = cel.Not(scalar)
 		}
@@ -307,16 +289,49 @@ func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 			// matching s, a list key that is s alone.
 			list = cel.False
 			if !not {
-				list = cel.And(cel.Bin("==", cel.Call("size", k), cel.Int(1)), cel.Bin("==", text(cel.Index(k, cel.Int(0))), cel.Str(s)))
+				list = cel.And(cel.Bin("==", cel.Call("size", k), cel.Int(1)), cel.Bin("==", keyText(cel.Index(k, cel.Int(0))), cel.Str(s)))
 			} else {
 				scalar = cel.False
 			}
 		}
 	}
+	return cel.Let("k", cel.Call("dyn", key), onKey(k, scalar, list))
+}
+
+// keyText is the text Kyverno's set operators compare of a scalar x: Go's fmt.Sprint, which is
+// CEL's string() (a string as it is).
+func keyText(x cel.Expr) cel.Expr {
+	return cel.Cond(cel.Bin("==", cel.Call("type", x), cel.Ident("string")), x, cel.Call("string", x))
+}
+
+// setOpParts is the set operator op on a scalar key k and on a list key k, given in(s): the
+// text s is in the value.
+func setOpParts(op string, k cel.Expr, in func(cel.Expr) cel.Expr) (scalar, list cel.Expr) {
+	e := cel.Ident("e")
+	switch op {
+	case "anyin":
+		scalar = in(keyText(k))
+		list = cel.Method(k, "exists", e, in(keyText(e)))
+	case "anynotin":
+		scalar = cel.Not(in(keyText(k)))
+		list = cel.Method(k, "exists", e, cel.Not(in(keyText(e))))
+	case "allin":
+		scalar = in(keyText(k))
+		list = cel.Method(k, "all", e, in(keyText(e)))
+	case "allnotin":
+		scalar = cel.Not(in(keyText(k)))
+		list = cel.Method(k, "all", e, cel.Not(in(keyText(e))))
+	}
+	return scalar, list
+}
+
+// onKey is scalar where the key k is a string, a number or a boolean, list where it is a list,
+// and false for the other keys (Kyverno's unsupported types).
+func onKey(k, scalar, list cel.Expr) cel.Expr {
 	isScalar := cel.Or(cel.Bin("==", cel.Call("type", k), cel.Ident("string")), cel.Bin("==", cel.Call("type", k), cel.Ident("int")),
 		cel.Bin("==", cel.Call("type", k), cel.Ident("bool")), cel.Bin("==", cel.Call("type", k), cel.Ident("double")))
 	isList := cel.Bin("==", cel.Call("type", k), cel.Ident("list"))
-	return cel.Let("k", cel.Call("dyn", key), cel.Cond(isScalar, scalar, cel.Cond(isList, list, cel.False)))
+	return cel.Cond(isScalar, scalar, cel.Cond(isList, list, cel.False))
 }
 
 // setOpList is setOp with a run-time value vals, a list whose items are strings, booleans or
@@ -324,34 +339,13 @@ func setOp(op string, key cel.Expr, vals []string, one bool) cel.Expr {
 // then false: Kyverno's invalid type).
 func setOpList(op string, key, vals cel.Expr) cel.Expr {
 	k, vs, v := cel.Ident("k"), cel.Ident("vs"), cel.Ident("v")
-	text := func(x cel.Expr) cel.Expr {
-		return cel.Cond(cel.Bin("==", cel.Call("type", x), cel.Ident("string")), x, cel.Call("string", x))
-	}
 	// match is Kyverno's wildcard.Match of the run-time pattern p and text s.
 	match := func(p, s cel.Expr) cel.Expr { return cel.Or(cel.Bin("==", p, s), globRuntime(p, s)) }
 	in := func(s cel.Expr) cel.Expr {
-		return cel.Method(vs, "exists", v, cel.Let("t", text(v), cel.Or(match(cel.Ident("t"), s), match(s, cel.Ident("t")))))
+		return cel.Method(vs, "exists", v, cel.Let("t", keyText(v), cel.Or(match(cel.Ident("t"), s), match(s, cel.Ident("t")))))
 	}
-	e := cel.Ident("e")
-	var scalar, list cel.Expr
-	switch op {
-	case "anyin":
-		scalar = in(text(k))
-		list = cel.Method(k, "exists", e, in(text(e)))
-	case "anynotin":
-		scalar = cel.Not(in(text(k)))
-		list = cel.Method(k, "exists", e, cel.Not(in(text(e))))
-	case "allin":
-		scalar = in(text(k))
-		list = cel.Method(k, "all", e, in(text(e)))
-	case "allnotin":
-		scalar = cel.Not(in(text(k)))
-		list = cel.Method(k, "all", e, cel.Not(in(text(e))))
-	}
-	isScalar := cel.Or(cel.Bin("==", cel.Call("type", k), cel.Ident("string")), cel.Bin("==", cel.Call("type", k), cel.Ident("int")),
-		cel.Bin("==", cel.Call("type", k), cel.Ident("bool")), cel.Bin("==", cel.Call("type", k), cel.Ident("double")))
-	isList := cel.Bin("==", cel.Call("type", k), cel.Ident("list"))
-	body := cel.Cond(isScalar, scalar, cel.Cond(isList, list, cel.False))
+	scalar, list := setOpParts(op, k, in)
+	body := onKey(k, scalar, list)
 	return cel.Let("k", cel.Call("dyn", key), cel.Let("vs", cel.Call("dyn", vals),
 		cel.Cond(cel.Bin("==", cel.Call("type", vs), cel.Ident("list")), body, cel.False)))
 }

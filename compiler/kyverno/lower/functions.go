@@ -50,6 +50,7 @@ var functions = map[string]function{
 	"not_null":                  {-1, notNull},
 	"to_array":                  {1, toArray},
 	"lookup":                    {2, lookup},
+	"type":                      {1, jmesType},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -86,7 +87,7 @@ var notLowered = map[string]string{
 var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
-var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_lists", "reverse", "sort", "type",
+var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_lists", "reverse", "sort",
 	"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
@@ -563,6 +564,25 @@ func notNull(c *lowering, name string, args []value) (value, error) {
 	})
 	v := found(e, t, false)
 	v.ascii = ascii
+	return v, nil
+}
+
+// jmesType is type: JMESPath's name of the value's type (go-jmespath's jpfType). A number is
+// "number" as a float64 and fails the rule as an int64, and the object's numbers reach Kyverno
+// as either: a value that can be a number is supported only when JMESPath made it (a float64).
+func jmesType(c *lowering, name string, args []value) (value, error) {
+	a := args[0]
+	if a.t&(tInt|tDouble) != 0 && !a.jnum {
+		return value{}, c.refuse("%s of a value that can be a number from the object is not supported: Kyverno gives \"number\" for a float64 and fails the rule for an int64, and the object's numbers reach it as either", name)
+	}
+	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+		t := cel.Call("type", dyn(x))
+		is := func(n string) cel.Expr { return cel.Bin("==", t, cel.Ident(n)) }
+		return cel.Cond(is("string"), cel.Str("string"), cel.Cond(cel.Or(is("int"), is("double")), cel.Str("number"),
+			cel.Cond(is("bool"), cel.Str("boolean"), cel.Cond(is("list"), cel.Str("array"), cel.Cond(is("map"), cel.Str("object"), cel.Str("null"))))))
+	})
+	v := found(e, tStr, false)
+	v.ascii = true
 	return v, nil
 }
 

@@ -158,6 +158,9 @@ func FuzzVariableSemantics(f *testing.F) {
 		"request.object.spec.containers[?!(ports)].name", "request.object.spec.nested[?@]", "request.object.spec.containers[?ports[0].port].name",
 		"request.object.spec.containers[*].ports[*].port", "request.object.spec.containers[].ports[*]", "request.object.spec.nested[*][*]",
 		"request.object.spec.containers[*].ports[?port].port", "request.object.spec.containers[?ports].ports[].port", "request.object.spec.nested[*][0][*]",
+		"type(request.object.metadata.labels)", "type(request.object.spec.words || `null`)", "type(length(request.object.spec.words))",
+		"type(request.object.spec.flag)", "type(request.object.spec.nothing)", "type(request.object.spec.containers[*].name)",
+		"type(request.object.metadata.labels.a == 'x')", "type(request.object.spec.nested[?@])",
 	} {
 		f.Add(s)
 	}

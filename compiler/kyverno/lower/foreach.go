@@ -2,6 +2,8 @@ package lower
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/openapi"
@@ -153,6 +155,9 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 	}
 	var merges cel.Expr    // element x at index i gets a strategic merge (nil: no moves)
 	var besideOps cel.Expr // the operations of the fields beside the list (nil: none)
+	var eachOps cel.Expr   // the operations of each element's labels and annotations beside the list (nil: none)
+	var eachVars []cel.Expr
+	var eachPrefix, eachWritten []string // where the metadata of eachOps is, the maps they write
 	switch {
 	case len(fe.ForEach) > 1:
 		return loweredLoop{}, errorf(field+".foreach", "a nested foreach with several entries is not supported yet: the entries after the first read request.object as the earlier ones left it, element by element; nest one entry, or write the others in a rule of their own")
@@ -163,22 +168,36 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		}
 		body, merges = inner.ops, inner.merges
 	case fe.StrategicMerge != nil:
-		sub, vs, err := Substitute(fe.StrategicMerge, sc, "")
+		raw := fe.StrategicMerge
+		if d == 0 {
+			// Fields beside the way to the list: merged with each element's patch.
+			chain, beside := splitBeside(raw, lp.path)
+			switch {
+			case beside == nil:
+			case len(Variables(beside)) > 0:
+				// Labels and annotations of each element (keys and values with its variables).
+				if eachOps, eachVars, eachPrefix, eachWritten, err = r.besideEach(beside, sc, field+".patchStrategicMerge"); err != nil {
+					return loweredLoop{}, err
+				}
+				raw = chain
+			default:
+				// The same each time: as once.
+				if besideOps, err = r.besideOps(beside, field+".patchStrategicMerge"); err != nil {
+					return loweredLoop{}, err
+				}
+				raw = chain
+			}
+		}
+		if hollow(raw) {
+			// Nothing merges into the list: no element moves.
+			body = cel.List()
+			break
+		}
+		sub, vs, err := Substitute(raw, sc, "")
 		if err != nil {
 			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 		}
 		vars = vs
-		if d == 0 {
-			// Fields beside the way to the list: merged with each element's patch, the same
-			// each time.
-			chain, beside := splitBeside(sub.(map[string]any), lp.path)
-			if beside != nil {
-				if besideOps, err = r.besideOps(beside, lp.path, field+".patchStrategicMerge"); err != nil {
-					return loweredLoop{}, err
-				}
-				sub = chain
-			}
-		}
 		rest, err := patchedItem(sub, loops)
 		if err != nil {
 			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
@@ -223,7 +242,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 	default:
 		return loweredLoop{}, errorf(field, "has no patch: give patchStrategicMerge, patchesJson6902 or a nested foreach")
 	}
-	if cel.IsEmpty(body) {
+	if cel.IsEmpty(body) && eachOps == nil && besideOps == nil {
 		return loweredLoop{ops: cel.List()}, nil
 	}
 	if merges != nil {
@@ -256,12 +275,161 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		out.merges = cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x,
 			cel.And(cel.Bin("!=", x, cel.Null()), pre, merges), cel.True)), cel.Int(0))
 	}
+	merged := cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x,
+		cel.And(cel.Bin("!=", x, cel.Null()), pre), cel.True)), cel.Int(0))
 	if besideOps != nil {
 		// Kyverno merges them with the first element's patch, and again, unchanged, with every
 		// later one: as once, where some element is merged.
-		out.ops = concat([]cel.Expr{out.ops, cel.Guarded(out.merges, besideOps)})
+		out.ops = concat([]cel.Expr{out.ops, cel.Guarded(merged, besideOps)})
+	}
+	if eachOps != nil {
+		// After the list's own operations (they touch other fields), in Kyverno's order of the
+		// elements: where two give one key, the later one's value stays.
+		one := cel.Guarded(cel.Bin("!=", x, cel.Null()), cel.Guarded(pre, cel.Guarded(Resolved(eachVars), eachOps)))
+		jv, yv := "j", "y"
+		if reverse {
+			last := cel.Bin("-", cel.Bin("-", cel.Call("size", lp.list), cel.Int(1)), cel.Ident(jv))
+			one = cel.Substitute(cel.Substitute(one, lp.xv, cel.Index(lp.list, last)), lp.iv, last)
+		} else {
+			one = cel.Substitute(cel.Substitute(one, lp.xv, cel.Ident(yv)), lp.iv, cel.Ident(jv))
+		}
+		all := cel.Method(cel.Method(lp.list, "transformList", cel.Ident(jv), cel.Ident(yv), one), "flatten")
+		out.ops = concat([]cel.Expr{out.ops, ensureMaps(eachPrefix, eachWritten, merged), all})
 	}
 	return out, nil
+}
+
+// besideMetadata reads the fields beside a foreach's list whose labels and annotations hold
+// variables: the metadata they are in (the object's, or a Pod template's, as Kyverno's autogen
+// writes them), and the path to it.
+func (r *forEachLowering) besideMetadata(beside map[string]any, field string) ([]string, map[string]any, error) {
+	var prefix []string
+	cur := beside
+	for {
+		if md, ok := cur["metadata"].(map[string]any); ok && len(cur) == 1 {
+			return prefix, md, nil
+		}
+		if len(cur) != 1 {
+			break
+		}
+		var k string
+		for k = range cur {
+		}
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			break
+		}
+		prefix = append(prefix, k)
+		cur = next
+	}
+	return nil, nil, errorf(field, "fields beside the list with variables are supported in labels and annotations only (the object's metadata, or a Pod template's), not yet elsewhere: Kyverno merges them with each element's patch, their values differing from one element to the next")
+}
+
+// ensureMaps adds the maps (labels, annotations) of the metadata at prefix that the object lacks,
+// and the objects above them, where some element is merged (Kyverno's merge creates them).
+func ensureMaps(prefix, ms []string, merged cel.Expr) cel.Expr {
+	segs := append(append([]string(nil), prefix...), "metadata")
+	// created is the value that makes segs[n:] with the maps at its end.
+	var created func(n int) cel.Expr
+	created = func(n int) cel.Expr {
+		if n == len(segs) {
+			vals := make([]cel.Expr, len(ms))
+			keys := make([]cel.Expr, len(ms))
+			for i, m := range ms {
+				keys[i], vals[i] = cel.Str(m), cel.Map(nil, nil)
+			}
+			return cel.Map(keys, vals)
+		}
+		return cel.Map([]cel.Expr{cel.Str(segs[n])}, []cel.Expr{created(n + 1)})
+	}
+	var at func(n int, cur cel.Expr, p cel.Pointer) cel.Expr
+	at = func(n int, cur cel.Expr, p cel.Pointer) cel.Expr {
+		if n == len(segs) {
+			var ops []cel.Expr
+			for _, m := range ms {
+				ops = append(ops, cel.Guarded(cel.Not(present(cur, m)), cel.List(cel.PatchOp("add", p.Child(m), cel.Map(nil, nil)))))
+			}
+			return concat(ops)
+		}
+		s := segs[n]
+		return cel.CondList(present(cur, s), at(n+1, cel.Index(cur, cel.Str(s)), p.Child(s)),
+			cel.List(cel.PatchOp("add", p.Child(s), created(n+1))))
+	}
+	return cel.Guarded(merged, at(0, object, cel.Pointer{}))
+}
+
+// besideEach lowers the labels and annotations beside a foreach's list whose keys or values hold
+// variables: for each element, an add of each entry (which sets it, whether it is there or not,
+// as Kyverno's merge does); and the maps it writes. Other fields, anchors and values that are not
+// strings are refused.
+func (r *forEachLowering) besideEach(beside map[string]any, sc Scope, field string) (cel.Expr, []cel.Expr, []string, []string, error) {
+	var ops, vars []cel.Expr
+	var written []string
+	prefix, md, err := r.besideMetadata(beside, field)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	for _, s := range prefix {
+		field = join(field, s)
+	}
+	field = join(field, "metadata")
+	base := cel.Pointer{}
+	for _, s := range prefix {
+		base = base.Child(s)
+	}
+	for _, m := range slices.Sorted(maps.Keys(md)) {
+		f := join(field, m)
+		entries, ok := md[m].(map[string]any)
+		if m != "labels" && m != "annotations" || !ok {
+			return nil, nil, nil, nil, errorf(f, "fields beside the list with variables are supported in metadata.labels and metadata.annotations only, not yet here")
+		}
+		written = append(written, m)
+		for _, key := range slices.Sorted(maps.Keys(entries)) {
+			ef := join(f, key)
+			if kind, _ := anchor(key); kind != "" || strings.HasPrefix(key, "$") {
+				return nil, nil, nil, nil, errorf(ef, "anchors and directives beside the list of a foreach, with variables, are not supported yet")
+			}
+			text := func(s any, what string) (cel.Expr, error) {
+				v, vs, _, err := substitute(s, sc, ef, false)
+				if err != nil {
+					return nil, err
+				}
+				vars = append(vars, vs...)
+				switch x := v.(type) {
+				case string:
+					return cel.Str(x), nil
+				case expr:
+					if !x.t.only(tStr) {
+						return nil, errorf(ef, "the %s can be %s: a label's or annotation's must be a string", what, typeNames(x.t))
+					}
+					return x.e, nil
+				}
+				return nil, errorf(ef, "the %s must be a string", what)
+			}
+			k, err := text(key, "key")
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			v, err := text(entries[key], "value")
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			esc := cel.Method(cel.Method(k, "replace", cel.Str("~"), cel.Str("~0")), "replace", cel.Str("/"), cel.Str("~1"))
+			ops = append(ops, cel.PatchOp("add", base.Child("metadata").Child(m).Index(esc), v))
+		}
+	}
+	return cel.List(ops...), vars, prefix, written, nil
+}
+
+// hollow: does m hold nothing but maps that hold nothing?
+func hollow(m map[string]any) bool {
+	for _, v := range m {
+		sub, ok := v.(map[string]any)
+		if !ok || !hollow(sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // splitBeside splits a foreach's strategic merge patch into the way to its list (path, from the
@@ -303,10 +471,7 @@ func splitBeside(patch map[string]any, path []string) (chain, beside map[string]
 // patch of their own, the same for every element (no variables), which neither reads nor
 // changes the list (no anchors but add-if-not-present ones, no directives), so that merging it
 // with every element's patch is merging it once.
-func (r *forEachLowering) besideOps(beside map[string]any, list []string, field string) (cel.Expr, error) {
-	if hasExpr(beside) {
-		return nil, errorf(field, "variables in the fields beside the list %s are not supported yet: Kyverno merges them with each element's patch, their values differing from one element to the next", strings.Join(list, "."))
-	}
+func (r *forEachLowering) besideOps(beside map[string]any, field string) (cel.Expr, error) {
 	var check func(v any, at string) error
 	check = func(v any, at string) error {
 		switch x := v.(type) {

@@ -242,7 +242,8 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 	default:
 		return loweredLoop{}, errorf(field, "has no patch: give patchStrategicMerge, patchesJson6902 or a nested foreach")
 	}
-	if cel.IsEmpty(body) && eachOps == nil && besideOps == nil {
+	noElementOps := cel.IsEmpty(body) // only fields beside the list
+	if noElementOps && eachOps == nil && besideOps == nil {
 		return loweredLoop{ops: cel.List()}, nil
 	}
 	if merges != nil {
@@ -270,6 +271,9 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 	out := loweredLoop{
 		// Operations on distinct elements: besides the moves, their order changes nothing.
 		ops: cel.Method(cel.Method(lp.list, "transformList", i, x, body), "flatten"),
+	}
+	if noElementOps {
+		out.ops = cel.List()
 	}
 	if merges != nil {
 		out.merges = cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x,

@@ -157,7 +157,7 @@ func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int
 	// item, or where it is empty, a new item made for the rest of the path (inserted at
 	// index 0, which is appending); in a map, the key "-1".
 	last := cel.Bin("-", cel.Call("size", cur), cel.Int(1))
-	inLast := ensureAdd(cel.Index(cur, last), p.Index(cel.Call("string", last)), toks, d+1, func(int) bool { return false }, val, nil)
+	inLast := ensureAdd(cel.Index(cur, last), p.Index(last), toks, d+1, func(int) bool { return false }, val, nil)
 	appended := cel.List(cel.PatchOp("add", p.Child("-"), created(toks[d+1:], val)))
 	return cel.CondList(isList(cur), cel.CondList(cel.Bin(">", cel.Call("size", cur), cel.Int(0)), inLast, appended), field)
 }

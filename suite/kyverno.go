@@ -470,7 +470,6 @@ func pickExact(o *unstructured.Unstructured, objs []*unstructured.Unstructured) 
 	return nil
 }
 
-
 // tidy removes nulls, empty maps and empty lists, recursively, as kyverno test does before it
 // compares a patched resource (resource.Tidy in Kyverno's CLI).
 func tidy(v any) any {

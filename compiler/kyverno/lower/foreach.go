@@ -113,7 +113,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		// says every step is an object and the items are objects, it is the list itself, or
 		// none.
 		if !lp.shape.types().only(tMap) {
-			return loweredLoop{}, errorf(field+".list", "%q: [] below something the schema does not make an object is not supported yet (Kyverno's flatten splices items that are lists, and gives null on anything but a list)", fe.List)
+			return loweredLoop{}, errorf(field+".list", "%q: [] on a list whose parent the schema does not make an object (a custom resource's, say) is not supported yet: Kyverno's flatten splices items that are lists and gives null on anything but a list, which the schema does not rule out here; write the list without [] (where it is missing, the rule then fails)", fe.List)
 		}
 		opt := lp.list
 		for n, s := range lp.path {
@@ -121,7 +121,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 			lp.at = lp.at.Child(s)
 			lp.shape = lp.shape.field(s)
 			if n < len(lp.path)-1 && !lp.shape.types().only(tMap) || n == len(lp.path)-1 && (lp.shape.types() != tList || !lp.shape.item().types().only(tMap)) {
-				return loweredLoop{}, errorf(field+".list", "%q: [] is supported on what the schema makes a list of objects below objects, which it does not make this (Kyverno's flatten splices items that are lists, and gives null on anything but a list)", fe.List)
+				return loweredLoop{}, errorf(field+".list", "%q: [] is supported where the schema makes the path a list of objects below objects, and it does not here: Kyverno's flatten splices items that are lists and gives null on anything but a list; write the list without [] (where it is missing, the rule then fails)", fe.List)
 			}
 		}
 		lp.list = cel.Method(opt, "orValue", cel.List())

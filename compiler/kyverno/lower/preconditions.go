@@ -214,8 +214,12 @@ func runtimeValue(op, written string, key cel.Expr, v expr, lossy bool, field st
 	if !v.t.only(tList | tNull) {
 		return nil, errorf(field, "the value can be %s: a set operator's variable value is supported when it is a list (or null), not yet when it can be a string (Kyverno reads a string value as JSON where it is valid JSON, else as one item) or anything else; make it a list, for example with || `[]`", typeNames(v.t))
 	}
-	if v.items == 0 || !v.items.only(tStr|tBool|tInt) {
-		return nil, errorf(field, "the value's items can be %s: a set operator's variable value is supported as a list of strings, booleans or integers (Kyverno compares their text, Go's fmt.Sprint of each)", typeNames(v.items))
+	items := v.items
+	if items == 0 {
+		items = tAny // nothing is known of them
+	}
+	if !items.only(tStr | tBool | tInt) {
+		return nil, errorf(field, "the value's items can be %s: a set operator's variable value is supported as a list of strings, booleans or integers (Kyverno compares their text, Go's fmt.Sprint of each)", typeNames(items))
 	}
 	return setOpList(op, key, v.e), nil
 }

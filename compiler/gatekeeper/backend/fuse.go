@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,13 +136,16 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 	var wildPolicy *emit.Policy
 	// weight: each group's expressions' length, unfused (filled in by weigh).
 	weight := map[int]int{}
+	var weightMu sync.Mutex // buckets are built in parallel
 	// weigh fills in the weights of gis and returns their sum. (A mutation that fails to lower
 	// weighs nothing: building its policy reports the error.)
 	weigh := func(gis []int) int {
 		total := 0
 		for _, gi := range gis {
-			if _, ok := weight[gi]; !ok {
-				w := 0
+			weightMu.Lock()
+			w, ok := weight[gi]
+			weightMu.Unlock()
+			if !ok {
 				for _, m := range groups[gi].Mutations {
 					gen := m
 					if c := computed[m]; c != nil {
@@ -153,9 +157,11 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 						w += cel.Len(ops) + guardRefLen
 					}
 				}
+				weightMu.Lock()
 				weight[gi] = w
+				weightMu.Unlock()
 			}
-			total += weight[gi]
+			total += w
 		}
 		return total
 	}
@@ -386,7 +392,9 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		weigh(b.groups)
 		// The parts are built on every core (build reads what the buckets share), then each
 		// is divided again where it is still too large.
+		weightMu.Lock()
 		divided := divide(b.groups, weight, n)
+		weightMu.Unlock()
 		subs := make([]bucket, len(divided))
 		built := make([]*emit.Policy, len(divided))
 		errs := make([]*mutationError, len(divided))
@@ -439,11 +447,9 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		}
 		return ps, pgs, nil
 	}
-	for _, k := range keys {
-		b := buckets[k]
-		var ps []*emit.Policy
-		var partGroups [][]int
-		merged := false
+	// compileBucket compiles one bucket into its policies (parts when it is split), each with
+	// its groups; merged: the bucket's policy runs the groups for every kind too.
+	compileBucket := func(b *bucket) (ps []*emit.Policy, partGroups [][]int, merged bool, merr *mutationError) {
 		if b != wild && b.own > 0 && b.own < len(b.groups) {
 			// Keep the groups for every kind in this kind's policy only if that costs this
 			// kind's objects no mutation more than its own groups alone (they then skip the
@@ -457,34 +463,62 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			small := estimate(own.groups) <= preSplitAt*splitAt
 			if small {
 				if alone, err = build(&own); err != nil {
-					return nil, nil, nil, err
+					return nil, nil, false, err
 				}
 			}
 			if small && wildPolicy != nil && len(wildPolicy.Policy.Spec.Mutations) <= maxMergedWild {
 				with, err := build(b)
 				if err != nil {
-					return nil, nil, nil, err
+					return nil, nil, false, err
 				}
 				if with != nil && (alone == nil || len(with.Policy.Spec.Mutations) <= len(alone.Policy.Spec.Mutations)) {
 					over, jerr := with.Oversize()
 					if jerr != nil {
-						return nil, nil, nil, &mutationError{groups[b.groups[0]].Mutations[0], jerr}
+						return nil, nil, false, &mutationError{groups[b.groups[0]].Mutations[0], jerr}
 					}
 					if over <= splitAt {
-						ps, partGroups, merged = []*emit.Policy{with}, [][]int{b.groups}, true
+						return []*emit.Policy{with}, [][]int{b.groups}, true, nil
 					}
 				}
 			}
-			if !merged {
-				if ps, partGroups, err = buildSplit(&own, alone); err != nil {
-					return nil, nil, nil, err
-				}
-			}
-		} else {
-			var err *mutationError
-			if ps, partGroups, err = buildSplit(b, nil); err != nil {
-				return nil, nil, nil, err
-			}
+			ps, partGroups, err = buildSplit(&own, alone)
+			return ps, partGroups, false, err
+		}
+		ps, partGroups, merr = buildSplit(b, nil)
+		return ps, partGroups, false, merr
+	}
+	// The policy for every kind comes first (keys are sorted, and "*" sorts before any
+	// group/version/kind): the kinds' buckets read it. They are then compiled on every core,
+	// and their results taken in the keys' order, so that the output and the first error
+	// reported never depend on scheduling.
+	type compiled struct {
+		ps         []*emit.Policy
+		partGroups [][]int
+		merged     bool
+		err        *mutationError
+	}
+	results := make([]compiled, len(keys))
+	first := 0
+	if len(keys) > 0 && buckets[keys[0]] == wild {
+		r := &results[0]
+		r.ps, r.partGroups, r.merged, r.err = compileBucket(wild)
+		if r.err != nil {
+			return nil, nil, nil, r.err
+		}
+		if len(r.ps) == 1 {
+			// Only a policy for every kind in one piece is merged into kinds' policies.
+			wildPolicy = r.ps[0]
+		}
+		first = 1
+	}
+	par.Do(len(keys)-first, func(i int) {
+		r := &results[first+i]
+		r.ps, r.partGroups, r.merged, r.err = compileBucket(buckets[keys[first+i]])
+	})
+	for ki := range keys {
+		ps, partGroups, merged, err := results[ki].ps, results[ki].partGroups, results[ki].merged, results[ki].err
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		for i, p := range ps {
 			for _, gi := range partGroups[i] {
@@ -496,11 +530,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			}
 			policies = append(policies, p)
 		}
-		switch {
-		case b == wild && len(ps) == 1:
-			// Only a policy for every kind in one piece is merged into kinds' policies.
-			wildPolicy = ps[0]
-		case merged:
+		if merged {
 			excluded = append(excluded, ps[0].Policy.Spec.MatchConstraints.ResourceRules...)
 		}
 	}
@@ -631,17 +661,28 @@ func layers(fz *plan.Fuser, chunks [][]step) []int {
 	layer := make([]int, len(chunks))
 	// byLayer holds each group's chunks placed so far, by layer.
 	byLayer := map[int][][]int{}
+	// last is the chunk that last ran each mutation (an earlier round): a mutation is never
+	// fused with itself, so the chunk goes at least one layer above it, and the layers below
+	// need no look.
+	last := map[*ir.Mutation]int{}
 	for c, ch := range chunks {
 		g := ch[0].group
 		placed := byLayer[g]
+		for _, st := range ch {
+			if p, ok := last[st.m]; ok && fz.WhyNotInOrder(st.m, st.m) != "" {
+				layer[c] = max(layer[c], layer[p]+1)
+			}
+			last[st.m] = c
+		}
 		for l := len(placed) - 1; l >= layer[c]; l-- {
 			for _, p := range placed[l] {
 				switch {
 				case !allFusable(fz, chunks[p], ch, true):
 					layer[c] = max(layer[c], l+1)
-				case !allFusable(fz, chunks[p], ch, false):
-					// Fusable only after p (appends to one list): never before it.
-					layer[c] = max(layer[c], l)
+				case l > layer[c] && !allFusable(fz, chunks[p], ch, false):
+					// Fusable only after p (appends to one list): never before it. (At
+					// layer[c] already, that changes nothing: not asked.)
+					layer[c] = l
 				}
 				if layer[c] > l {
 					break

@@ -1155,8 +1155,7 @@ func Fusable(a, b *ir.Mutation) bool { return NewFuser().Fusable(a, b) }
 // Fuser answers Fusable for many pairs of one set of mutations, computing each footprint once.
 // The mutations must not change while it is in use.
 type Fuser struct {
-	mu  sync.Mutex // guards fps: policies are built in parallel
-	fps map[*ir.Mutation]*footprint
+	fps sync.Map // *ir.Mutation → *footprint; policies are built in parallel
 	// shares holds the pairs {M, By} of CreateOnly that may share the creation of their
 	// element (ShareCreation).
 	shares map[[2]*ir.Mutation]bool
@@ -1178,17 +1177,16 @@ func (z *Fuser) SharesCreation(a, b *ir.Mutation) bool {
 }
 
 // NewFuser returns an empty Fuser.
-func NewFuser() *Fuser { return &Fuser{fps: map[*ir.Mutation]*footprint{}} }
+func NewFuser() *Fuser { return &Fuser{} }
 
+// footprint is m's footprint, computed once: it is read for every pair a plan compares, on
+// every core, so the read takes no lock (two cores may both compute a new one; one is kept).
 func (z *Fuser) footprint(m *ir.Mutation) *footprint {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	f := z.fps[m]
-	if f == nil {
-		f = footprintOf(m)
-		z.fps[m] = f
+	if f, ok := z.fps.Load(m); ok {
+		return f.(*footprint)
 	}
-	return f
+	f, _ := z.fps.LoadOrStore(m, footprintOf(m))
+	return f.(*footprint)
 }
 
 // Commute reports whether a and b neither interact nor are coupled by defaulting (plan.Plan

@@ -199,20 +199,26 @@ const kustomizeConfig = `nameReference:
 func Files(ps []*Policy, apiVersion string, f Format) ([]File, error) {
 	var files []File
 	names := []string{}
-	for _, p := range ps {
-		objs, err := objects(p, apiVersion)
-		if err != nil {
-			return nil, err
+	// Each policy is encoded by itself, on every core (thousands of mutators make megabytes of
+	// YAML); the first error in the policies' order is the one reported.
+	datas := make([][]byte, len(ps))
+	errs := make([]error, len(ps))
+	par.Do(len(ps), func(i int) {
+		objs, err := objects(ps[i], apiVersion)
+		if err == nil {
+			err = checkSizes(objs, nil)
 		}
-		if err := checkSizes(objs, nil); err != nil {
-			return nil, err
+		if err == nil {
+			datas[i], err = encode(objs, f)
 		}
-		data, err := encode(objs, f)
-		if err != nil {
-			return nil, err
+		errs[i] = err
+	})
+	for i, p := range ps {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		name := p.Policy.Name + "." + string(f)
-		files = append(files, File{Name: name, Content: data})
+		files = append(files, File{Name: name, Content: datas[i]})
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -302,14 +308,29 @@ type size struct {
 // a warning for each object above WarnObjectBytes, and an error naming every object above
 // MaxObjectBytes (which Stream and Files refuse to write).
 func CheckSizes(ps []*Policy, apiVersion string) (warnings []string, err error) {
-	var errs []error
-	for _, p := range ps {
-		objs, err := objects(p, apiVersion)
+	// Measured on every core, reported in the policies' order.
+	type result struct {
+		warnings []string
+		err      error // of checkSizes
+		fatal    error // of objects
+	}
+	rs := make([]result, len(ps))
+	par.Do(len(ps), func(i int) {
+		objs, err := objects(ps[i], apiVersion)
 		if err != nil {
-			return nil, err
+			rs[i].fatal = err
+			return
 		}
-		if err := checkSizes(objs, &warnings); err != nil {
-			errs = append(errs, err)
+		rs[i].err = checkSizes(objs, &rs[i].warnings)
+	})
+	var errs []error
+	for _, r := range rs {
+		if r.fatal != nil {
+			return nil, r.fatal
+		}
+		warnings = append(warnings, r.warnings...)
+		if r.err != nil {
+			errs = append(errs, r.err)
 		}
 	}
 	return warnings, errors.Join(errs...)

@@ -94,6 +94,11 @@ func classes(m ir.Match) int {
 // Gatekeeper's run (not necessarily the same one)?
 func overlap(a, b ir.Match) bool { return !disjoint(a, b, classes(a), classes(b), nil) }
 
+// overlaps is overlap of f's and g's matches, with the classes their footprints hold.
+func (f *footprint) overlaps(g *footprint) bool {
+	return !disjoint(f.m.Match, g.m.Match, f.classes, g.classes, nil)
+}
+
 // apart: do f and g never both apply to an object as it is at one point of Gatekeeper's run,
 // neither able to change that (they may still both apply to one request, at different points,
 // when a third mutator changes the labels of a Namespace object in between)?

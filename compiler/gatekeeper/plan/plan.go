@@ -88,7 +88,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 	var orderReasons []string
 	for i := 0; i < n; i++ {
 		for _, j := range cand[i] {
-			if i == j || !overlap(ms[i].Match, ms[j].Match) {
+			if i == j || !fps[i].overlaps(fps[j]) {
 				continue
 			}
 			if reason, r := fps[i].coupling(fps[j]); reason != "" && !shadowed(ms, fps, j, r) {
@@ -190,7 +190,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				if !cp.Stable {
 					break
 				}
-				if k != i && k != j && overlap(ms[k].Match, cp.B.Match) && fps[k].feedsBeyondMembers(fps[j]) {
+				if k != i && k != j && fps[k].overlaps(fps[j]) && fps[k].feedsBeyondMembers(fps[j]) {
 					cp.Stable = false
 				}
 			}
@@ -1196,10 +1196,10 @@ func (z *Fuser) Commute(a, b *ir.Mutation) bool {
 	if a == b {
 		return false
 	}
-	if !overlap(a.Match, b.Match) {
+	fa, fb := z.footprint(a), z.footprint(b)
+	if !fa.overlaps(fb) {
 		return true
 	}
-	fa, fb := z.footprint(a), z.footprint(b)
 	c1, _ := fa.coupling(fb)
 	c2, _ := fb.coupling(fa)
 	if fa.apart(fb) {

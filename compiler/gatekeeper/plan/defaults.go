@@ -278,13 +278,9 @@ func (fp *footprint) coupling(g *footprint) (string, path) {
 
 // defaulted is defaultsAfter, computed once.
 func (fp *footprint) defaulted() []defaulted {
-	if fp.defs == nil {
-		fp.defs = fp.defaultsAfter()
-		if fp.defs == nil {
-			fp.defs = []defaulted{}
-		}
-	}
-	return fp.defs
+	c := fp.cache
+	c.defsOnce.Do(func() { c.defs = c.of.defaultsAfter() })
+	return c.defs
 }
 
 // setsIfUnset: does m write r, and only where r is missing (its one test of r is MustNotExist)?

@@ -36,6 +36,7 @@ import (
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/lower"
+	"github.com/mapc-dev/mapc/internal/par"
 )
 
 // Group is a set of mutations emitted together, in Gatekeeper's order, Rounds times.
@@ -86,24 +87,46 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 	var unionOrder []string
 	orders := map[string]map[int]bool{} // by reason, the mutators whose order decides the result
 	var orderReasons []string
-	for i := 0; i < n; i++ {
+	// The pairs are tested on every core (the tests only read the footprints), then joined in
+	// their order.
+	type tested struct {
+		j            int
+		coupling     string // why i and j are coupled by defaulting ("" when not)
+		stable       bool   // the coupling's Stable
+		interaction  string // interacts(i, j)
+		read, unites bool
+	}
+	results := make([][]tested, n)
+	par.Do(n, func(i int) {
 		for _, j := range cand[i] {
 			if i == j || !fps[i].overlaps(fps[j]) {
 				continue
 			}
+			t := tested{j: j}
 			if reason, r := fps[i].coupling(fps[j]); reason != "" && !shadowed(ms, fps, j, r) {
+				t.coupling, t.stable = reason, setsIfUnset(ms[j], fps[j], r) && len(fps[i].appends) == 0
+			}
+			if !fps[i].apart(fps[j]) { // apart: never both on one object, neither sees the other's writes
+				t.interaction, t.read = interacts(fps[i], fps[j])
+				t.unites = t.interaction != "" && !t.read && fps[i].unites(fps[j])
+			}
+			if t.coupling != "" || t.interaction != "" {
+				results[i] = append(results[i], t)
+			}
+		}
+	})
+	for i := 0; i < n; i++ {
+		for _, t := range results[i] {
+			j := t.j
+			if reason := t.coupling; reason != "" {
 				a, b := find(i), find(j)
 				if a != b {
 					parent[a] = b
 				}
-				couplings[i] = append(couplings[i], Coupling{A: ms[i], B: ms[j], Why: reason,
-					Stable: setsIfUnset(ms[j], fps[j], r) && len(fps[i].appends) == 0})
+				couplings[i] = append(couplings[i], Coupling{A: ms[i], B: ms[j], Why: reason, Stable: t.stable})
 				why[i] = append(why[i], reason)
 			}
-			if fps[i].apart(fps[j]) {
-				continue // never both on one object: neither sees the other's writes
-			}
-			if reason, read := interacts(fps[i], fps[j]); reason != "" {
+			if reason, read := t.interaction, t.read; reason != "" {
 				if read {
 					if feeds[i] == nil {
 						feeds[i] = map[int]bool{}
@@ -114,7 +137,7 @@ func plan(ms []*ir.Mutation, fps []*footprint, cand [][]int) []*Group {
 				if a != b {
 					parent[a] = b
 				}
-				if k := fps[i].union; !read && fps[i].unites(fps[j]) {
+				if k := fps[i].union; t.unites {
 					// One line for all the merges into the list, not one for each pair.
 					if unions[k] == nil {
 						unionOrder = append(unionOrder, k)
@@ -389,16 +412,16 @@ type footprint struct {
 	// whole element, always), elemAt the index of that element's step in full; nil when none.
 	literal map[string]any
 	elemAt  int
-	// defs caches defaultsAfter.
-	defs []defaulted
-	// variants caches completedVariants.
-	variants []completedVariant
+	// cache holds what is computed once per footprint, when first asked; the copies toward
+	// makes share it.
+	cache *computedOnce
 	// union is UnionKey(m).
 	union string
 }
 
 func footprintOf(m *ir.Mutation) *footprint {
 	f := &footprint{m: m, union: UnionKey(m), classes: classes(m.Match)}
+	f.cache = &computedOnce{of: f}
 	for i, st := range m.Path {
 		s := seg{field: st.Field, list: st.List, keyField: st.KeyField, keyValue: st.KeyValue, glob: st.Glob}
 		f.full = append(f.full, s)
@@ -591,9 +614,23 @@ type completedVariant struct {
 // completedVariants is the element f writes for every subset of its conditional completions,
 // computed once.
 func (f *footprint) completedVariants() []completedVariant {
-	if f.variants != nil {
-		return f.variants
-	}
+	c := f.cache
+	c.variantsOnce.Do(func() { c.variants = c.of.computeVariants() })
+	return c.variants
+}
+
+// computedOnce holds what a footprint computes once, when first asked: fusing asks on every
+// core. It is computed from the footprint as footprintOf made it (of), whichever copy asks.
+type computedOnce struct {
+	of           *footprint
+	defsOnce     sync.Once
+	defs         []defaulted // defaultsAfter
+	variantsOnce sync.Once
+	variants     []completedVariant // completedVariants
+}
+
+func (f *footprint) computeVariants() []completedVariant {
+	var variants []completedVariant
 	var conds []*ir.Mutation
 	for _, c := range f.m.Completions {
 		if when, err := lower.CompletionGuardFor(c.By.Match, f.m.Match); err != nil || when != cel.True {
@@ -606,10 +643,10 @@ func (f *footprint) completedVariants() []completedVariant {
 		if !ok {
 			elem = nil
 		}
-		f.variants = append(f.variants, completedVariant{off: off, elem: elem})
+		variants = append(variants, completedVariant{off: off, elem: elem})
 		return true
 	})
-	return f.variants
+	return variants
 }
 
 // prunesNothing: is v a list none of whose elements may equal one of vals? Compared as JSON,

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/mapc-dev/mapc/internal/par"
 )
 
 // Document is one Kubernetes object read from a file.
@@ -180,11 +182,14 @@ func Parse(file string, data []byte) ([]*Document, error) {
 	for _, e := range seps {
 		errs = append(errs, &Error{File: file, Line: e.line, Msg: fmt.Sprintf("%q after ---: a line that starts with --- separates documents and holds nothing else but a comment; put the document's content on the next line", e.rest)})
 	}
+	// Each section is a document of its own, parsed on every core and taken in order.
+	parsed := make([][]*Document, len(secs))
+	failed := make([][]*Error, len(secs))
+	par.Do(len(secs), func(i int) { parsed[i], failed[i] = parseSection(file, secs[i], i) })
 	var docs []*Document
-	for i, sec := range secs {
-		ds, es := parseSection(file, sec, i)
-		docs = append(docs, ds...)
-		errs = append(errs, es...)
+	for i := range secs {
+		docs = append(docs, parsed[i]...)
+		errs = append(errs, failed[i]...)
 	}
 	if len(errs) == 0 {
 		return docs, nil

@@ -56,12 +56,19 @@ type Group struct {
 // Plan groups interacting mutations. ms must be in Gatekeeper's order (sorted by SortKey).
 func Plan(ms []*ir.Mutation) []*Group { return NewFuser().Plan(ms) }
 
-// Plan is the package's Plan, keeping the footprints for the Fuser's later questions.
+// Plan is the package's Plan, keeping the footprints for the Fuser's later questions. It must not
+// run beside another of the Fuser's methods.
 func (z *Fuser) Plan(ms []*ir.Mutation) []*Group {
 	fps := make([]*footprint, len(ms))
+	planned := make(map[*ir.Mutation]*footprint, len(ms)+len(z.planned))
+	for m, f := range z.planned {
+		planned[m] = f
+	}
 	for i, m := range ms {
 		fps[i] = z.footprint(m)
+		planned[m] = fps[i]
 	}
+	z.planned = planned
 	return plan(ms, fps, candidates(fps))
 }
 
@@ -1192,7 +1199,11 @@ func Fusable(a, b *ir.Mutation) bool { return NewFuser().Fusable(a, b) }
 // Fuser answers Fusable for many pairs of one set of mutations, computing each footprint once.
 // The mutations must not change while it is in use.
 type Fuser struct {
-	fps sync.Map // *ir.Mutation → *footprint; policies are built in parallel
+	// planned holds the footprints of the mutations given to Plan: written by Plan alone, which
+	// must not run beside another method, then only read, without a lock. more holds the
+	// others (policies are built in parallel).
+	planned map[*ir.Mutation]*footprint
+	more    sync.Map // *ir.Mutation → *footprint
 	// shares holds the pairs {M, By} of CreateOnly that may share the creation of their
 	// element (ShareCreation).
 	shares map[[2]*ir.Mutation]bool
@@ -1219,10 +1230,13 @@ func NewFuser() *Fuser { return &Fuser{} }
 // footprint is m's footprint, computed once: it is read for every pair a plan compares, on
 // every core, so the read takes no lock (two cores may both compute a new one; one is kept).
 func (z *Fuser) footprint(m *ir.Mutation) *footprint {
-	if f, ok := z.fps.Load(m); ok {
+	if f, ok := z.planned[m]; ok {
+		return f
+	}
+	if f, ok := z.more.Load(m); ok {
 		return f.(*footprint)
 	}
-	f, _ := z.fps.LoadOrStore(m, footprintOf(m))
+	f, _ := z.more.LoadOrStore(m, footprintOf(m))
 	return f.(*footprint)
 }
 

@@ -157,6 +157,10 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 						w += cel.Len(ops) + guardRefLen
 					}
 				}
+				// The rounds after the first repeat the group's steps, whose expressions then
+				// share more with the other steps: each added about 0.4 of the first round's
+				// length in generated sets of thousands of mutators (bench/cmd/genmutators).
+				w = w * (10 + 4*(max(groups[gi].Rounds, 1)-1)) / 10
 				weightMu.Lock()
 				weight[gi] = w
 				weightMu.Unlock()
@@ -392,8 +396,12 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 		weigh(b.groups)
 		// The parts are built on every core (build reads what the buckets share), then each
 		// is divided again where it is still too large.
+		heavy := map[int]bool{}
+		for _, gi := range b.groups {
+			heavy[gi] = estimate([]int{gi}) > splitAt
+		}
 		weightMu.Lock()
-		divided := divide(b.groups, weight, n)
+		divided := isolate(divide(b.groups, weight, n), func(gi int) bool { return heavy[gi] })
 		weightMu.Unlock()
 		subs := make([]bucket, len(divided))
 		built := make([]*emit.Policy, len(divided))
@@ -579,6 +587,29 @@ func divide(gis []int, weight map[int]int, n int) [][]int {
 		}
 	}
 	return append(parts, gis[start:])
+}
+
+// isolate splits each part around the groups that alone says are too large for one policy, so
+// that each such group's part is built once, with nothing else in it, instead of being built
+// with its neighbours and found too large.
+func isolate(parts [][]int, alone func(gi int) bool) [][]int {
+	var out [][]int
+	for _, p := range parts {
+		start := 0
+		for i, gi := range p {
+			if len(p) > 1 && alone(gi) {
+				if start < i {
+					out = append(out, p[start:i])
+				}
+				out = append(out, p[i:i+1])
+				start = i + 1
+			}
+		}
+		if start < len(p) {
+			out = append(out, p[start:])
+		}
+	}
+	return out
 }
 
 // sequence is the steps of the groups gis in Gatekeeper's order, round by round (each group for

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -171,5 +172,24 @@ func TestLayersAsComparingAll(t *testing.T) {
 	}
 	if deepest < 2 {
 		t.Errorf("no chunk deeper than layer %d: the comparison above would test little", deepest)
+	}
+}
+
+// TestIsolate: a group too large for one policy by itself gets a part of its own, its
+// neighbours staying together in order; other parts are left as divide made them.
+func TestIsolate(t *testing.T) {
+	heavy := map[int]bool{3: true, 7: true, 9: true}
+	for _, c := range []struct {
+		parts, want [][]int
+	}{
+		{[][]int{{1, 2}, {4, 5}}, [][]int{{1, 2}, {4, 5}}},
+		{[][]int{{1, 2, 3, 4}, {5, 6}}, [][]int{{1, 2}, {3}, {4}, {5, 6}}},
+		{[][]int{{3, 4}, {7}, {8, 9}}, [][]int{{3}, {4}, {7}, {8}, {9}}},
+		{[][]int{{7, 9}}, [][]int{{7}, {9}}},
+	} {
+		got := isolate(c.parts, func(gi int) bool { return heavy[gi] })
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("isolate(%v) = %v, want %v", c.parts, got, c.want)
+		}
 	}
 }

@@ -459,8 +459,9 @@ func regexMatch(c *lowering, name string, args []value) (value, error) {
 // match as Go's regexp does: so a pattern anchored at the start of the text (^..., which matches
 // at most once) that cannot match the empty text is lowered, as the text where find gives ""
 // (no match) and otherwise the replacement followed by the text after the match. The pattern
-// and the replacement must be string literals, and regex_replace_all's replacement must not
-// hold $.
+// and the replacement must be string literals. A regex_replace_all replacement that holds $ is
+// expanded as Go expands it where the pattern has one group between literal text
+// (^old/(.*)$, see groupReplacement): the group's text is then the match without them.
 func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) (value, error) {
 	return func(c *lowering, name string, args []value) (value, error) {
 		pat, ok := stringLiteral(args[0])
@@ -477,19 +478,125 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 		if !ok {
 			return value{}, c.refuse("%s's replacement must be a string literal ('...')", name)
 		}
+		// The replacement, as parts: text, and the match (group 0) or its one group (1).
+		parts := []replacementPart{{text: repl, group: -1}}
+		before, after := 0, 0
 		if !literal && strings.Contains(repl, "$") {
-			return value{}, c.refuse("%s's replacement %q holds $, which Go expands ($1, ${name}): not supported (regex_replace_all_literal takes it as text)", name, repl)
+			var ok bool
+			if parts, before, after, ok = groupReplacement(pat, repl); !ok {
+				return value{}, c.refuse("%s's replacement %q holds $, which Go expands ($1, ${name}): supported where the pattern is ^, literal text, one group, literal text and maybe $ (^old\\.example/(.*)$), not %q (regex_replace_all_literal takes $ as text)", name, repl, pat)
+			}
 		}
 		if err := textOnly(c, name, args[1]); err != nil {
 			return value{}, err
 		}
 		e := c.onString(name, args[1], func(x cel.Expr) cel.Expr {
 			return c.bind(cel.Method(x, "find", cel.Str(pat)), false, func(m cel.Expr) cel.Expr {
-				return cel.Cond(cel.Bin("==", m, cel.Str("")), x, cel.Bin("+", cel.Str(repl), cel.Method(x, "substring", cel.Call("size", m))))
+				var out cel.Expr
+				for _, p := range parts {
+					var e cel.Expr
+					switch p.group {
+					case 0:
+						e = m
+					case 1:
+						switch {
+						case before == 0 && after == 0:
+							e = m
+						case after == 0:
+							e = cel.Method(m, "substring", cel.Int(int64(before)))
+						default:
+							e = cel.Method(m, "substring", cel.Int(int64(before)), cel.Bin("-", cel.Call("size", m), cel.Int(int64(after))))
+						}
+					default:
+						e = cel.Str(p.text)
+					}
+					if out == nil {
+						out = e
+					} else {
+						out = cel.Bin("+", out, e)
+					}
+				}
+				if out == nil {
+					out = cel.Str("")
+				}
+				return cel.Cond(cel.Bin("==", m, cel.Str("")), x, cel.Bin("+", out, cel.Method(x, "substring", cel.Call("size", m))))
 			})
 		})
 		return found(e, tStr, false), nil
 	}
+}
+
+// replacementPart is a piece of an expanded replacement: text (group -1), or the text of group
+// 0 (the match) or 1.
+type replacementPart struct {
+	text  string
+	group int
+}
+
+// groupReplacement expands repl, a replacement of Regexp.ReplaceAll, for the pattern pat when pat
+// is ^, literal text of before characters, one group, literal text of after characters, and
+// maybe $: a match is then that text, the group's and the other text, so the group's text is the
+// match without its first before and last after characters. The expansion is Go's own
+// (Regexp.ExpandString, on a match whose groups hold markers): $1, ${1}, the group's name, $$,
+// and an unknown or malformed reference ($1x names group "1x": empty) as Go reads them.
+func groupReplacement(pat, repl string) (parts []replacementPart, before, after int, ok bool) {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || re.MaxCap() != 1 {
+		return nil, 0, 0, false
+	}
+	subs := re.Sub
+	take := func(op syntax.Op) *syntax.Regexp {
+		if len(subs) > 0 && subs[0].Op == op {
+			r := subs[0]
+			subs = subs[1:]
+			return r
+		}
+		return nil
+	}
+	if take(syntax.OpBeginText) == nil {
+		return nil, 0, 0, false
+	}
+	if l := take(syntax.OpLiteral); l != nil {
+		before = len(l.Rune)
+	}
+	if take(syntax.OpCapture) == nil {
+		return nil, 0, 0, false
+	}
+	if l := take(syntax.OpLiteral); l != nil {
+		after = len(l.Rune)
+	}
+	take(syntax.OpEndText)
+	compiled, err := regexp.Compile(pat)
+	if len(subs) > 0 || err != nil {
+		return nil, 0, 0, false
+	}
+	const open, close = "\uE000", "\uE001" // private-use characters, as markers
+	if strings.ContainsAny(repl, open+close) {
+		return nil, 0, 0, false
+	}
+	src := open + close
+	expanded := string(compiled.ExpandString(nil, repl, src, []int{0, len(open), len(open), len(src)}))
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			parts = append(parts, replacementPart{text: text.String(), group: -1})
+			text.Reset()
+		}
+	}
+	for _, r := range expanded {
+		switch string(r) {
+		case open:
+			flush()
+			parts = append(parts, replacementPart{group: 0})
+		case close:
+			flush()
+			parts = append(parts, replacementPart{group: 1})
+		default:
+			text.WriteRune(r)
+		}
+	}
+	flush()
+	return parts, before, after, true
 }
 
 // anchoredNonEmpty: is the regular expression (Go's syntax, as regexp.Compile reads it) anchored

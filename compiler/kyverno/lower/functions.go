@@ -460,8 +460,8 @@ func regexMatch(c *lowering, name string, args []value) (value, error) {
 // at most once) that cannot match the empty text is lowered, as the text where find gives ""
 // (no match) and otherwise the replacement followed by the text after the match. The pattern
 // and the replacement must be string literals. A regex_replace_all replacement that holds $ is
-// expanded as Go expands it where the pattern has one group between literal text
-// (^old/(.*)$, see groupReplacement): the group's text is then the match without them.
+// expanded as Go expands it where the pattern's one group is between text of known extent
+// (^old/(.*)$, ^[^/]+/(.*)$: see groupReplacement): the group's text is then cut from the match.
 func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) (value, error) {
 	return func(c *lowering, name string, args []value) (value, error) {
 		pat, ok := stringLiteral(args[0])
@@ -480,11 +480,11 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 		}
 		// The replacement, as parts: text, and the match (group 0) or its one group (1).
 		parts := []replacementPart{{text: repl, group: -1}}
-		before, after := 0, 0
+		before, prefix, after := 0, "", 0
 		if !literal && strings.Contains(repl, "$") {
 			var ok bool
-			if parts, before, after, ok = groupReplacement(pat, repl); !ok {
-				return value{}, c.refuse("%s's replacement %q holds $, which Go expands ($1, ${name}): supported where the pattern is ^, literal text, one group, literal text and maybe $ (^old\\.example/(.*)$), not %q (regex_replace_all_literal takes $ as text)", name, repl, pat)
+			if parts, before, prefix, after, ok = groupReplacement(pat, repl); !ok {
+				return value{}, c.refuse("%s's replacement %q holds $, which Go expands ($1, ${name}): supported where the pattern is ^, literal text or a run of a class up to a character outside it (^[^/]+/), one group, literal text and maybe $ (^old\\.example/(.*)$), not %q (regex_replace_all_literal takes $ as text)", name, repl, pat)
 			}
 		}
 		if err := textOnly(c, name, args[1]); err != nil {
@@ -499,13 +499,17 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 					case 0:
 						e = m
 					case 1:
+						var start cel.Expr = cel.Int(int64(before))
+						if prefix != "" {
+							start = cel.Call("size", cel.Method(m, "find", cel.Str(prefix)))
+						}
 						switch {
-						case before == 0 && after == 0:
+						case prefix == "" && before == 0 && after == 0:
 							e = m
 						case after == 0:
-							e = cel.Method(m, "substring", cel.Int(int64(before)))
+							e = cel.Method(m, "substring", start)
 						default:
-							e = cel.Method(m, "substring", cel.Int(int64(before)), cel.Bin("-", cel.Call("size", m), cel.Int(int64(after))))
+							e = cel.Method(m, "substring", start, cel.Bin("-", cel.Call("size", m), cel.Int(int64(after))))
 						}
 					default:
 						e = cel.Str(p.text)
@@ -534,15 +538,19 @@ type replacementPart struct {
 }
 
 // groupReplacement expands repl, a replacement of Regexp.ReplaceAll, for the pattern pat when pat
-// is ^, literal text of before characters, one group, literal text of after characters, and
-// maybe $: a match is then that text, the group's and the other text, so the group's text is the
-// match without its first before and last after characters. The expansion is Go's own
-// (Regexp.ExpandString, on a match whose groups hold markers): $1, ${1}, the group's name, $$,
-// and an unknown or malformed reference ($1x names group "1x": empty) as Go reads them.
-func groupReplacement(pat, repl string) (parts []replacementPart, before, after int, ok bool) {
+// is ^, text before the group, one group, literal text of after characters, and maybe $: a match
+// is then that text, the group's and the other text, so the group's text is the match without
+// the text before it and its last after characters. The text before the group is literal text of
+// before characters, or (prefix, a regular expression) literal text, a run of a class of
+// characters and literal text that begins with a character outside the class (^[^/]+/): only one
+// start of a text matches it, so it is the part of any match before the group, and its own
+// match (find) tells its length. The expansion is Go's own (Regexp.ExpandString, on a match
+// whose groups hold markers): $1, ${1}, the group's name, $$, and an unknown or malformed
+// reference ($1x names group "1x": empty) as Go reads them.
+func groupReplacement(pat, repl string) (parts []replacementPart, before int, prefix string, after int, ok bool) {
 	re, err := syntax.Parse(pat, syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || re.MaxCap() != 1 {
-		return nil, 0, 0, false
+		return nil, 0, "", 0, false
 	}
 	subs := re.Sub
 	take := func(op syntax.Op) *syntax.Regexp {
@@ -553,14 +561,32 @@ func groupReplacement(pat, repl string) (parts []replacementPart, before, after 
 		}
 		return nil
 	}
-	if take(syntax.OpBeginText) == nil {
-		return nil, 0, 0, false
+	begin := take(syntax.OpBeginText)
+	if begin == nil {
+		return nil, 0, "", 0, false
 	}
-	if l := take(syntax.OpLiteral); l != nil {
-		before = len(l.Rune)
+	l0 := take(syntax.OpLiteral)
+	if l0 != nil {
+		before = len(l0.Rune)
+	}
+	if len(subs) > 0 && (subs[0].Op == syntax.OpPlus || subs[0].Op == syntax.OpStar) && subs[0].Sub[0].Op == syntax.OpCharClass {
+		run := take(subs[0].Op)
+		l1 := take(syntax.OpLiteral)
+		if l1 == nil || l1.Flags&syntax.FoldCase != 0 || inClass(l1.Rune[0], run.Sub[0].Rune) {
+			return nil, 0, "", 0, false
+		}
+		p := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags, Sub: []*syntax.Regexp{begin}}
+		if l0 != nil {
+			p.Sub = append(p.Sub, l0)
+		}
+		p.Sub = append(p.Sub, run, l1)
+		prefix = p.String()
+		if _, err := regexp.Compile(prefix); err != nil {
+			return nil, 0, "", 0, false
+		}
 	}
 	if take(syntax.OpCapture) == nil {
-		return nil, 0, 0, false
+		return nil, 0, "", 0, false
 	}
 	if l := take(syntax.OpLiteral); l != nil {
 		after = len(l.Rune)
@@ -568,11 +594,11 @@ func groupReplacement(pat, repl string) (parts []replacementPart, before, after 
 	take(syntax.OpEndText)
 	compiled, err := regexp.Compile(pat)
 	if len(subs) > 0 || err != nil {
-		return nil, 0, 0, false
+		return nil, 0, "", 0, false
 	}
 	const open, close = "\uE000", "\uE001" // private-use characters, as markers
 	if strings.ContainsAny(repl, open+close) {
-		return nil, 0, 0, false
+		return nil, 0, "", 0, false
 	}
 	src := open + close
 	expanded := string(compiled.ExpandString(nil, repl, src, []int{0, len(open), len(open), len(src)}))
@@ -596,7 +622,17 @@ func groupReplacement(pat, repl string) (parts []replacementPart, before, after 
 		}
 	}
 	flush()
-	return parts, before, after, true
+	return parts, before, prefix, after, true
+}
+
+// inClass: is r in the class of ranges (syntax.Regexp.Rune of a character class: pairs lo, hi)?
+func inClass(r rune, ranges []rune) bool {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if ranges[i] <= r && r <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
 }
 
 // anchoredNonEmpty: is the regular expression (Go's syntax, as regexp.Compile reads it) anchored

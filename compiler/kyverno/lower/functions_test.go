@@ -1,7 +1,7 @@
 package lower
 
 import (
-	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -22,37 +22,61 @@ func TestAnchoredNonEmpty(t *testing.T) {
 }
 
 // TestGroupReplacement: a replacement with $ is expanded as Go expands it, for patterns of one
-// group between literal text only; the group's text is the match without that text.
+// group after literal text or a run that only one start of a text matches, and before literal
+// text. The lowered formula (find's match, the group's text cut from it) is computed here with
+// Go's regexp as CEL computes it, and compared with Go's ReplaceAllString on many texts.
 func TestGroupReplacement(t *testing.T) {
-	for _, c := range []struct {
-		pat, repl     string
-		want          string // parts: text, <0> the match, <1> the group
-		before, after int
-	}{
-		{`^old\.example/(.*)$`, `new.example/$1`, `new.example/|<1>`, 12, 0},
-		{`^old/(.*)`, `${1}-x$$`, `<1>|-x$`, 4, 0},
-		{`^(w)`, `$1x`, ``, 0, 0}, // $1x names group "1x", which does not exist
-		{`^web-(?P<n>[0-9]+)-`, `site-${n}:$0`, `site-|<1>|:|<0>`, 4, 1},
-		{`^(a)b$`, `$2[$1]`, `[|<1>|]`, 0, 1},
-		{`^é(ß+)`, `$1`, `<1>`, 1, 0},
+	texts := []string{"", "old.example/app:1", "old.example/", "old.example/a/b@sha256:x", "r.io/app", "r.io/", "/app", "app",
+		"web-12-shop", "web-1-", "web--", "w", "wx", "ab", "éßßx-rest", "éx", "note: a\nb", "a:latest", "x/y:latest", "MiXed/App", "a\n/b"}
+	for _, c := range []struct{ pat, repl string }{
+		{`^old\.example/(.*)$`, `new.example/$1`},
+		{`^old/(.*)`, `${1}-x$$`},
+		{`^(w)`, `$1x`}, // $1x names group "1x", which does not exist
+		{`^web-(?P<n>[0-9]+)-`, `site-${n}:$0`},
+		{`^(a)b$`, `$2[$1]`},
+		{`^é(ß+)`, `$1`},
+		{`^[^/]+/(.*)$`, `mirror.example/$1`},
+		{`^[^/]*/(.+)`, `m/$1`},
+		{`^x[^/]+/(.*)`, `<$1>`},
+		{`^(.*):latest$`, `$1:stable`},
+		{`^[a-zA-Z]+/(.*)`, `$1`},
 	} {
-		parts, before, after, ok := groupReplacement(c.pat, c.repl)
-		var got []string
-		for _, p := range parts {
-			switch p.group {
-			case -1:
-				got = append(got, p.text)
-			default:
-				got = append(got, fmt.Sprintf("<%d>", p.group))
+		parts, before, prefix, after, ok := groupReplacement(c.pat, c.repl)
+		if !ok {
+			t.Errorf("groupReplacement(%q, %q) is refused", c.pat, c.repl)
+			continue
+		}
+		re := regexp.MustCompile(c.pat)
+		for _, x := range texts {
+			want := re.ReplaceAllString(x, c.repl)
+			got := x
+			if m := re.FindString(x); m != "" {
+				r := []rune(m)
+				start := before
+				if prefix != "" {
+					start = len([]rune(regexp.MustCompile(prefix).FindString(m)))
+				}
+				var b strings.Builder
+				for _, p := range parts {
+					switch p.group {
+					case -1:
+						b.WriteString(p.text)
+					case 0:
+						b.WriteString(m)
+					case 1:
+						b.WriteString(string(r[start : len(r)-after]))
+					}
+				}
+				got = b.String() + x[len(m):]
+			}
+			if got != want {
+				t.Errorf("%q on %q with %q: lowered %q, Go %q", c.pat, x, c.repl, got, want)
 			}
 		}
-		if !ok || strings.Join(got, "|") != c.want || before != c.before || after != c.after {
-			t.Errorf("groupReplacement(%q, %q) = %q, %d, %d, %v; want %q, %d, %d", c.pat, c.repl, strings.Join(got, "|"), before, after, ok, c.want, c.before, c.after)
-		}
 	}
-	for _, pat := range []string{`^(a)(b)`, `^a(b)c(d)`, `^[a-z]+(x)`, `(x)`, `^a(b)[cd]`, `(?m)^a(b)`, `^a*(b)`} {
-		if _, _, _, ok := groupReplacement(pat, "$1"); ok {
-			t.Errorf("groupReplacement(%q) is accepted: its group's text is not the match without fixed text", pat)
+	for _, pat := range []string{`^(a)(b)`, `^a(b)c(d)`, `^a(b)[cd]`, `(x)`, `(?m)^a(b)`, `^a*(b)`, `^[^/]+(b)`, `^[^/]+a(b)`, `^[a-z/]+/(x)`, `^.+/(x)`, `^(?i)[^a]+A(b)`} {
+		if _, _, _, _, ok := groupReplacement(pat, "$1"); ok {
+			t.Errorf("groupReplacement(%q) is accepted: its group's start is not known", pat)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package plan
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/mapc-dev/mapc/internal/par"
+)
 
 // The planner asks, for every ordered pair of mutations, whether one affects the other. Most
 // pairs of a large set touch unrelated paths, so instead of testing all n² pairs it indexes the
@@ -148,27 +152,33 @@ func candidates(fps []*footprint) [][]int {
 			}
 		}
 	}
+	// The trie is only read from here: the mutations are looked up on every core, in blocks
+	// that each keep their own record of what they found.
 	out := make([][]int, len(fps))
-	seen := make([]int, len(fps)) // seen[j] == i+1: j is already a candidate of i
-	for i, f := range fps {
-		var c []int
-		collect := func(owners []int) {
-			for _, j := range owners {
-				if j != i && seen[j] != i+1 {
-					seen[j] = i + 1
-					c = append(c, j)
+	const block = 256
+	par.Do((len(fps)+block-1)/block, func(b int) {
+		seen := make([]int, len(fps)) // seen[j] == i+1: j is already a candidate of i
+		for i := b * block; i < min((b+1)*block, len(fps)); i++ {
+			f := fps[i]
+			var c []int
+			collect := func(owners []int) {
+				for _, j := range owners {
+					if j != i && seen[j] != i+1 {
+						seen[j] = i + 1
+						c = append(c, j)
+					}
 				}
 			}
+			for _, w := range f.writes {
+				reads.down(w, collect)
+			}
+			reads.up(f.full, collect)
+			for _, d := range f.defaulted() {
+				reads.up(d.at, collect)
+			}
+			sort.Ints(c)
+			out[i] = c
 		}
-		for _, w := range f.writes {
-			reads.down(w, collect)
-		}
-		reads.up(f.full, collect)
-		for _, d := range f.defaulted() {
-			reads.up(d.at, collect)
-		}
-		sort.Ints(c)
-		out[i] = c
-	}
+	})
 	return out
 }

@@ -67,6 +67,7 @@ func NewEnv(v *version.Version) *Env {
 func (e *Env) Features() Features {
 	return Features{
 		Flatten: e.Version.AtLeast(version.MajorMinor(1, 35)),
+		Lists:   e.Version.AtLeast(version.MajorMinor(1, 35)),
 		TwoVar:  e.Version.AtLeast(version.MajorMinor(1, 33)),
 	}
 }

@@ -138,6 +138,9 @@ func OptionalList(elems []Expr, opt []bool) Expr {
 type Features struct {
 	// Flatten: lists.flatten() (ext.Lists v3; new expressions from Kubernetes 1.35).
 	Flatten bool
+	// Lists: the rest of ext.Lists v3, sort() and reverse() among them (new expressions from
+	// Kubernetes 1.35).
+	Lists bool
 	// TwoVar: two-variable comprehensions such as transformList (new expressions from 1.33).
 	TwoVar bool
 }

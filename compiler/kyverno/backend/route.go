@@ -248,7 +248,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			v := r.Variables[0]
 			return nil, 0, problem(p, r, strings.TrimPrefix(v.Field, r.Field+"."), errors.New("variable context entries in a rule with foreach are not supported yet: Kyverno reloads them for each element, as the patched object stands then"))
 		}
-		sc, err := lower.Context(r, lower.Scope{Object: objectShape(rk)})
+		sc, err := lower.Context(r, lower.Scope{Object: objectShape(rk), Features: env.Features()})
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
 		}
@@ -288,7 +288,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			}
 			apply, noApply = applyConfiguration(patch.(map[string]any), rk)
 		case r.ForEach != nil:
-			all, err := forEach(r, rk)
+			all, err := forEach(r, rk, env.Features())
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate", err)
 			}
@@ -919,14 +919,14 @@ func contains(s []string, x string) bool {
 // operations of each entry. Kyverno runs the entries one after the other, each reading its list
 // and request.object from the object as the earlier entries left it: the mutations of a
 // MutatingAdmissionPolicy, one per entry, do the same.
-func forEach(r *kyverno.Rule, kinds []gk) ([]cel.Expr, error) {
+func forEach(r *kyverno.Rule, kinds []gk, features cel.Features) ([]cel.Expr, error) {
 	if hasAnyKind(kinds) {
 		return nil, errors.New("foreach in a rule for every kind (*) is not supported yet: name the kinds")
 	}
 	var out []cel.Expr
 	for n, fe := range r.ForEach {
 		e, err := perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
-			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", n))
+			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", n), features)
 			return e, "", err
 		})
 		if err != nil {

@@ -37,15 +37,16 @@ import (
 //     an inner patch merges into it.
 //
 // Per-element preconditions are supported at every depth; context is not.
-func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string) (cel.Expr, error) {
+func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string, features cel.Features) (cel.Expr, error) {
 	group, version, ok := strings.Cut(apiVersion, "/")
 	if !ok {
 		group, version = "", apiVersion
 	}
 	r := &forEachLowering{
 		apiVersion: apiVersion, kind: kind,
-		obj:    ObjectShape(Kind{Group: group, Version: version, Kind: kind}),
-		schema: openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}),
+		obj:      ObjectShape(Kind{Group: group, Version: version, Kind: kind}),
+		schema:   openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}),
+		features: features,
 	}
 	l, err := r.entry(fe, field, nil)
 	if err != nil {
@@ -58,6 +59,7 @@ type forEachLowering struct {
 	apiVersion, kind string
 	obj              Shape
 	schema           *openapi.ResourceSchema // of the object (nil: unknown)
+	features         cel.Features            // of the target Kubernetes version
 }
 
 // loop is one foreach loop of an entry and the entries it is nested in.
@@ -133,7 +135,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		}
 	}
 	loops := append(append([]loop(nil), outer...), lp)
-	sc := Scope{Object: r.obj}
+	sc := Scope{Object: r.obj, Features: r.features}
 	for _, l := range loops {
 		sc.Elements = append(sc.Elements, l.x())
 		sc.Indexes = append(sc.Indexes, l.i())

@@ -51,6 +51,8 @@ var functions = map[string]function{
 	"to_array":                  {1, toArray},
 	"lookup":                    {2, lookup},
 	"type":                      {1, jmesType},
+	"sort":                      {1, sortArray},
+	"reverse":                   {1, reverse},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -87,7 +89,7 @@ var notLowered = map[string]string{
 var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
-var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_lists", "reverse", "sort",
+var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_lists",
 	"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
@@ -726,6 +728,96 @@ func jmesType(c *lowering, name string, args []value) (value, error) {
 	})
 	v := found(e, tStr, false)
 	v.ascii = true
+	return v, nil
+}
+
+// itemTypes is the types of the items of a, where a is an array: as the function that made it
+// says, or the schema.
+func itemTypes(a value) types {
+	if a.items != 0 {
+		return a.items
+	}
+	return a.sh.item().types()
+}
+
+// needsLists refuses name where the target's CEL lacks ext.Lists v3 (sort, reverse).
+func needsLists(c *lowering, name string) error {
+	if c.sc.Features.Lists {
+		return nil
+	}
+	return c.refuse("%s needs CEL's lists library (sort, reverse), which the API server has for new expressions from Kubernetes 1.35: compile for 1.35 or later (--kubernetes-version)", name)
+}
+
+// sortArray is sort: Kyverno's JMESPath sorts an array of numbers (float64s only) or of strings
+// and fails on anything else. It is lowered for arrays whose items cannot be numbers (the
+// object's numbers reach Kyverno as float64 or int64): CEL's sort orders strings by their bytes,
+// as Go's sort does, and an array that holds anything but strings fails, as in Kyverno.
+func sortArray(c *lowering, name string, args []value) (value, error) {
+	if err := needsLists(c, name); err != nil {
+		return value{}, err
+	}
+	a := args[0]
+	it := itemTypes(a)
+	if a.t&tList == 0 {
+		return value{}, c.refuse("%s of a value that cannot be an array: Kyverno fails the rule", name)
+	}
+	if it&(tInt|tDouble) != 0 {
+		return value{}, c.refuse("%s of an array that can hold numbers is not supported: Kyverno sorts float64 numbers only and fails on an int64, and the object's numbers reach it as either", name)
+	}
+	why := name + ": not an array of strings or numbers: Kyverno fails the rule"
+	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+		var body cel.Expr = cel.Method(dyn(x), "sort")
+		if !it.only(tStr) {
+			c.n++
+			item := cel.Ident(fmt.Sprintf("jp%d", c.n))
+			body = cel.Cond(cel.Method(dyn(x), "all", item, isType(item, "string")), body, fail(why))
+		}
+		if !a.t.only(tList) {
+			body = cel.Cond(isType(x, "list"), body, fail(why))
+		}
+		return body
+	})
+	v := found(e, tList, false)
+	v.items = tStr
+	return v, nil
+}
+
+// reverse is reverse: an array's items, or a string's characters, in reverse order; anything else
+// fails the rule. CEL reverses a list; a string is split into its characters, reversed and
+// joined (the API server's CEL has no string reverse).
+func reverse(c *lowering, name string, args []value) (value, error) {
+	if err := needsLists(c, name); err != nil {
+		return value{}, err
+	}
+	a := args[0]
+	t := a.t & (tList | tStr)
+	if t == 0 {
+		return value{}, c.refuse("%s of a value that is neither an array nor a string: Kyverno fails the rule", name)
+	}
+	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+		list := cel.Method(dyn(x), "reverse")
+		str := cel.Method(cel.Method(cel.Method(dyn(x), "split", cel.Str("")), "reverse"), "join")
+		switch {
+		case a.t.only(tList):
+			return list
+		case a.t.only(tStr):
+			return str
+		}
+		out := fail(name + ": not an array or a string: Kyverno fails the rule")
+		if t&tStr != 0 {
+			out = cel.Cond(isType(x, "string"), dyn(str), out)
+		}
+		if t&tList != 0 {
+			out = cel.Cond(isType(x, "list"), dyn(list), out)
+		}
+		return out
+	})
+	v := found(e, t, false)
+	v.ascii = a.ascii
+	if t&tList != 0 {
+		v.items = itemTypes(a)
+		v.sh = a.sh
+	}
 	return v, nil
 }
 

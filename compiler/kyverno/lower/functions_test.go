@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mapc-dev/mapc/cel"
 )
 
 // TestAnchoredNonEmpty: regex_replace_all is lowered only for patterns anchored at the start
@@ -78,5 +80,22 @@ func TestGroupReplacement(t *testing.T) {
 		if _, _, _, _, ok := groupReplacement(pat, "$1"); ok {
 			t.Errorf("groupReplacement(%q) is accepted: its group's start is not known", pat)
 		}
+	}
+}
+
+// TestListsNeedTheirVersion: sort and reverse are CEL's lists library, which the API server has
+// for new expressions from Kubernetes 1.35: for an earlier target they are refused, saying so.
+func TestListsNeedTheirVersion(t *testing.T) {
+	for _, s := range []string{"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.metadata.name)"} {
+		if _, err := variable(s, Scope{}); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.35") {
+			t.Errorf("{{%s}} before 1.35: %v, want a refusal naming 1.35", s, err)
+		}
+		if _, err := variable(s, Scope{Features: cel.Features{Lists: true}}); err != nil {
+			t.Errorf("{{%s}} from 1.35: %v", s, err)
+		}
+	}
+	// Numbers in the array: Kyverno sorts float64s and fails on int64s.
+	if _, err := variable("sort(request.object.spec.words)", Scope{Features: cel.Features{Lists: true}}); err == nil || !strings.Contains(err.Error(), "numbers") {
+		t.Errorf("sort of an array that can hold numbers: %v, want a refusal", err)
 	}
 }

@@ -161,6 +161,9 @@ func FuzzVariableSemantics(f *testing.F) {
 		"type(request.object.metadata.labels)", "type(request.object.spec.words || `null`)", "type(length(request.object.spec.words))",
 		"type(request.object.spec.flag)", "type(request.object.spec.nothing)", "type(request.object.spec.containers[*].name)",
 		"type(request.object.metadata.labels.a == 'x')", "type(request.object.spec.nested[?@])",
+		"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.spec.words)", "reverse(request.object.metadata.name)",
+		"reverse(split(request.object.metadata.name, ''))[0]", "sort(request.object.spec.words)", "reverse(request.object.spec.n)",
+		"reverse(request.object.spec.containers)[0].name", "join('', sort(split(request.object.metadata.name, '')))",
 	} {
 		f.Add(s)
 	}
@@ -184,7 +187,7 @@ func FuzzVariableSemantics(f *testing.F) {
 		if !utf8.ValidString(s) {
 			return // policies are YAML or JSON: valid UTF-8
 		}
-		v, err := variable(s, Scope{})
+		v, err := variable(s, Scope{Features: cel.Features{Lists: true}}) // the environment is 1.36's
 		if err != nil {
 			return
 		}

@@ -26,6 +26,8 @@ type Scope struct {
 	ConfigMaps []string
 	// Vars are the rule's variable context entries, lowered (see Context).
 	Vars []contextVar
+	// Features are what the API server's CEL has for the target Kubernetes version.
+	Features cel.Features
 
 	// orderFree: the variable's value is read where the order of a list's items changes
 	// nothing (a set operator's key or value), so a whole variable keys(m) (or m.keys(@)),

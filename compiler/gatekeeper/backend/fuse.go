@@ -589,9 +589,9 @@ func divide(gis []int, weight map[int]int, n int) [][]int {
 	return append(parts, gis[start:])
 }
 
-// isolate splits each part around the groups that alone says are too large for one policy, so
-// that each such group's part is built once, with nothing else in it, instead of being built
-// with its neighbours and found too large.
+// isolate splits each part around every group alone(gi) says is too large for one policy by
+// itself, so that such a group's part is built once, with nothing else in it, instead of being
+// built with its neighbours and found too large.
 func isolate(parts [][]int, alone func(gi int) bool) [][]int {
 	var out [][]int
 	for _, p := range parts {

@@ -53,6 +53,8 @@ var functions = map[string]function{
 	"type":                      {1, jmesType},
 	"sort":                      {1, sortArray},
 	"reverse":                   {1, reverse},
+	"items":                     {3, items},
+	"label_match":               {2, labelMatch},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -89,7 +91,7 @@ var notLowered = map[string]string{
 var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
-var kyvernoFunctions = []string{"items", "label_match", "merge", "object_from_lists",
+var kyvernoFunctions = []string{"merge", "object_from_lists",
 	"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
@@ -819,6 +821,85 @@ func reverse(c *lowering, name string, args []value) (value, error) {
 		v.sh = a.sh
 	}
 	return v, nil
+}
+
+// mapValueTypes is the types of the values of a, where a is an object: as the schema says (a map's
+// additional properties), everything where it says nothing.
+func mapValueTypes(a value) types {
+	return a.sh.field("\x00").types() // no schema names a field so: the map's values
+}
+
+// items is Kyverno's items of an object: its fields sorted by name, each an object of two fields
+// named by the string literals keyName (the field's name) and valName (its value; valName wins
+// where both are the same name, as Go's map assignment does). CEL lists the object's names, sorts
+// them (CEL's lists library: from Kubernetes 1.35) as Go's sort.Strings does, and builds each
+// object. Of an array Kyverno makes each index a float64, which the object's numbers are not
+// always: refused. Anything else fails the rule.
+func items(c *lowering, name string, args []value) (value, error) {
+	if err := needsLists(c, name); err != nil {
+		return value{}, err
+	}
+	keyName, ok1 := stringLiteral(args[1])
+	valName, ok2 := stringLiteral(args[2])
+	if !ok1 || !ok2 {
+		return value{}, c.refuse("%s's field names (its second and third arguments) must be string literals ('key')", name)
+	}
+	a := args[0]
+	if a.t&tList != 0 {
+		return value{}, c.refuse("%s of a value that can be an array is not supported: Kyverno makes each index a float64, and the object's numbers reach its functions as float64 or int64", name)
+	}
+	if a.t&tMap == 0 {
+		return value{}, c.refuse("%s of a value that cannot be an object: Kyverno fails the rule", name)
+	}
+	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
+		c.n++
+		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		entry := cel.Map([]cel.Expr{cel.Str(keyName), cel.Str(valName)}, []cel.Expr{dyn(k), dyn(cel.Index(dyn(x), k))})
+		if keyName == valName {
+			entry = cel.Map([]cel.Expr{cel.Str(valName)}, []cel.Expr{dyn(cel.Index(dyn(x), k))})
+		}
+		body := cel.Method(cel.Method(cel.Method(dyn(x), "map", k, k), "sort"), "map", k, entry)
+		if !a.t.only(tMap) {
+			body = cel.Cond(isType(x, "map"), body, fail(name+": not an object or an array: Kyverno fails the rule"))
+		}
+		return body
+	})
+	v := found(e, tList, false)
+	v.items = tMap
+	return v, nil
+}
+
+// labelMatch is label_match: does every field of the first object have the same value in the
+// second (reflect.DeepEqual)? Lowered where the values of both are strings (labels, selectors'
+// matchLabels, annotations): CEL's == then is Go's. Values that can be numbers are refused
+// (DeepEqual tells an int64 from a float64, CEL's == does not); anything but objects fails the
+// rule.
+func labelMatch(c *lowering, name string, args []value) (value, error) {
+	for _, a := range args {
+		if a.t&tMap == 0 {
+			return value{}, c.refuse("%s of a value that cannot be an object: Kyverno fails the rule", name)
+		}
+		if !mapValueTypes(a).only(tStr) {
+			return value{}, c.refuse("%s is supported for objects whose values the schema makes strings (labels, matchLabels, annotations): Kyverno compares values with reflect.DeepEqual, which tells an int64 from a float64", name)
+		}
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		l, m := dyn(a[0].e), dyn(a[1].e)
+		c.n++
+		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		body := cel.Method(l, "all", k, cel.And(cel.Bin("in", k, m), cel.Bin("==", cel.Index(m, k), cel.Index(l, k))))
+		var tests []cel.Expr
+		for _, v := range a {
+			if !v.t.only(tMap) {
+				tests = append(tests, isType(v.e, "map"))
+			}
+		}
+		if len(tests) > 0 {
+			body = cel.Cond(cel.And(tests...), body, fail(name+": not an object: Kyverno fails the rule"))
+		}
+		return body
+	})
+	return found(e, tBool, false), nil
 }
 
 // toArray is to_array: an array as it is, anything else in an array of one.

@@ -83,14 +83,16 @@ func TestGroupReplacement(t *testing.T) {
 	}
 }
 
-// TestListsNeedTheirVersion: sort and reverse are CEL's lists library, which the API server has
-// for new expressions from Kubernetes 1.35: for an earlier target they are refused, saying so.
+// TestListsNeedTheirVersion: sort and reverse (and items, which sorts) are CEL's lists library,
+// which the API server has for new expressions from Kubernetes 1.35: for an earlier target they
+// are refused, saying so.
 func TestListsNeedTheirVersion(t *testing.T) {
-	for _, s := range []string{"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.metadata.name)"} {
-		if _, err := variable(s, Scope{}); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.35") {
+	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
+	for _, s := range []string{"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.metadata.name)", "items(request.object.metadata.labels, 'k', 'v')"} {
+		if _, err := variable(s, Scope{Object: pod}); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.35") {
 			t.Errorf("{{%s}} before 1.35: %v, want a refusal naming 1.35", s, err)
 		}
-		if _, err := variable(s, Scope{Features: cel.Features{Lists: true}}); err != nil {
+		if _, err := variable(s, Scope{Object: pod, Features: cel.Features{Lists: true}}); err != nil {
 			t.Errorf("{{%s}} from 1.35: %v", s, err)
 		}
 	}

@@ -82,8 +82,6 @@ var notLowered = map[string]string{
 	"max_by":            "expression references (&expr) are not supported yet",
 	"min_by":            "expression references (&expr) are not supported yet",
 	"sort_by":           "expression references (&expr) are not supported yet",
-	"merge":             "the API server's CEL cannot build an object whose field names are not written in the expression",
-	"object_from_lists": "the API server's CEL cannot build an object whose field names are not written in the expression",
 }
 
 // numeric are the functions on numbers: not lowered, since the object's numbers reach Kyverno's
@@ -93,7 +91,7 @@ var notLowered = map[string]string{
 var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
-var kyvernoFunctions = []string{"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
+var kyvernoFunctions = []string{"merge", "object_from_lists", "time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {

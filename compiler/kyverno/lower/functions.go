@@ -55,6 +55,7 @@ var functions = map[string]function{
 	"reverse":                   {1, reverse},
 	"items":                     {3, items},
 	"label_match":               {2, labelMatch},
+	"merge":                     {-1, merge},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -91,7 +92,7 @@ var notLowered = map[string]string{
 var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
-var kyvernoFunctions = []string{"merge", "object_from_lists", "time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
+var kyvernoFunctions = []string{"object_from_lists", "time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
@@ -899,6 +900,54 @@ func labelMatch(c *lowering, name string, args []value) (value, error) {
 		return body
 	})
 	return found(e, tBool, false), nil
+}
+
+// merge is merge: the fields of every object, a later object's value winning. CEL lists each
+// object's names that no later object has, and transformMapEntry (two-variable comprehensions:
+// Kubernetes 1.33 and later) builds the object, each name with the value of the last object that
+// has it. Kyverno does not check a variadic function's arguments: its merge panics on anything
+// but an object, so every argument must be one (a default, || `{}`, makes it so).
+func merge(c *lowering, name string, args []value) (value, error) {
+	if !c.sc.Features.TwoVar {
+		return value{}, c.refuse("%s needs CEL's two-variable comprehensions, which the API server has for new expressions from Kubernetes 1.33: compile for 1.33 or later (--kubernetes-version)", name)
+	}
+	for _, a := range args {
+		if !a.t.only(tMap) {
+			return value{}, c.refuse("%s of a value that can be something other than an object (null where it is missing) is not supported: Kyverno's merge does not check its arguments and panics on anything but an object; give a default (|| `{}`)", name)
+		}
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		ms := make([]cel.Expr, len(a))
+		for i, v := range a {
+			ms[i] = dyn(v.e)
+		}
+		c.n++
+		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		var keys cel.Expr
+		for i := len(ms) - 1; i >= 0; i-- {
+			var notLater []cel.Expr
+			for _, later := range ms[i+1:] {
+				notLater = append(notLater, cel.Not(cel.Bin("in", k, later)))
+			}
+			part := cel.Method(ms[i], "map", k, k)
+			if len(notLater) > 0 {
+				part = cel.Method(ms[i], "filter", k, cel.And(notLater...))
+			}
+			if keys == nil {
+				keys = part
+			} else {
+				keys = cel.Bin("+", keys, part)
+			}
+		}
+		c.n++
+		idx := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		val := dyn(cel.Index(ms[0], k))
+		for _, m := range ms[1:] {
+			val = cel.Cond(cel.Bin("in", k, m), dyn(cel.Index(m, k)), val)
+		}
+		return cel.Method(keys, "transformMapEntry", idx, k, cel.Map([]cel.Expr{k}, []cel.Expr{val}))
+	})
+	return found(e, tMap, false), nil
 }
 
 // toArray is to_array: an array as it is, anything else in an array of one.

@@ -101,3 +101,22 @@ func TestListsNeedTheirVersion(t *testing.T) {
 		t.Errorf("sort of an array that can hold numbers: %v, want a refusal", err)
 	}
 }
+
+// TestMergeRefusals: merge needs two-variable comprehensions (Kubernetes 1.33), and objects only
+// as arguments: Kyverno's merge does not check them and panics on anything else.
+func TestMergeRefusals(t *testing.T) {
+	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
+	for s, want := range map[string]string{
+		"merge(request.object.metadata.labels || `{}`, `{\"a\": \"b\"}`)": "Kubernetes 1.33",
+	} {
+		if _, err := variable(s, Scope{Object: pod}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("{{%s}} before 1.33: %v, want a refusal naming %s", s, err, want)
+		}
+		if _, err := variable(s, Scope{Object: pod, Features: cel.Features{TwoVar: true}}); err != nil {
+			t.Errorf("{{%s}} from 1.33: %v", s, err)
+		}
+	}
+	if _, err := variable("merge(request.object.metadata.labels, `{}`)", Scope{Object: pod, Features: cel.Features{TwoVar: true}}); err == nil || !strings.Contains(err.Error(), "panics") {
+		t.Errorf("merge of labels, which can be missing: %v, want a refusal", err)
+	}
+}

@@ -164,6 +164,8 @@ func FuzzVariableSemantics(f *testing.F) {
 		"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.spec.words)", "reverse(request.object.metadata.name)",
 		"reverse(split(request.object.metadata.name, ''))[0]", "sort(request.object.spec.words)", "reverse(request.object.spec.n)",
 		"reverse(request.object.spec.containers)[0].name", "join('', sort(split(request.object.metadata.name, '')))",
+		"merge(request.object.metadata.labels || `{}`, `{\"a\": \"y\", \"z\": 1}`)", "merge(`{\"a\": 1}`, request.object.metadata.labels || `{}`).a",
+		"merge(`{\"b\": 2}`)", "merge(`{\"a\": 1, \"b\": 2}`, `{\"b\": 3}`, `{\"c\": 4}`)",
 	} {
 		f.Add(s)
 	}
@@ -187,7 +189,7 @@ func FuzzVariableSemantics(f *testing.F) {
 		if !utf8.ValidString(s) {
 			return // policies are YAML or JSON: valid UTF-8
 		}
-		v, err := variable(s, Scope{Features: cel.Features{Lists: true}}) // the environment is 1.36's
+		v, err := variable(s, Scope{Features: cel.Features{Lists: true, TwoVar: true}}) // the environment is 1.36's
 		if err != nil {
 			return
 		}

@@ -56,6 +56,7 @@ var functions = map[string]function{
 	"items":                     {3, items},
 	"label_match":               {2, labelMatch},
 	"merge":                     {-1, merge},
+	"object_from_lists":         {2, objectFromLists},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -92,7 +93,7 @@ var notLowered = map[string]string{
 var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "min", "modulo", "multiply", "round", "subtract", "sum", "to_number"}
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
-var kyvernoFunctions = []string{"object_from_lists", "time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
+var kyvernoFunctions = []string{"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
@@ -946,6 +947,49 @@ func merge(c *lowering, name string, args []value) (value, error) {
 			val = cel.Cond(cel.Bin("in", k, m), dyn(cel.Index(m, k)), val)
 		}
 		return cel.Method(keys, "transformMapEntry", idx, k, cel.Map([]cel.Expr{k}, []cel.Expr{val}))
+	})
+	return found(e, tMap, false), nil
+}
+
+// objectFromLists is object_from_lists: an object whose names are the first array's items and
+// whose values are the second's at the same index (null past its end), a later name winning.
+// Lowered for names the schema or a function makes strings (Kyverno writes other items as text in
+// ways CEL does not: a float64 with 32 bits of precision, an int64 not at all), for Kubernetes 1.35
+// and later: CEL's distinct names, each with the value at its last index (lastIndexOf), built by
+// transformMapEntry. Anything but arrays fails the rule.
+func objectFromLists(c *lowering, name string, args []value) (value, error) {
+	if !c.sc.Features.TwoVar {
+		return value{}, c.refuse("%s needs CEL's two-variable comprehensions, which the API server has for new expressions from Kubernetes 1.33: compile for 1.35 or later (--kubernetes-version)", name)
+	}
+	if err := needsLists(c, name); err != nil {
+		return value{}, err
+	}
+	keys, vals := args[0], args[1]
+	if keys.t&tList == 0 || vals.t&tList == 0 {
+		return value{}, c.refuse("%s of a value that cannot be an array: Kyverno fails the rule", name)
+	}
+	if !itemTypes(keys).only(tStr) {
+		return value{}, c.refuse("%s is supported for names the schema or a function makes strings (split, a path to strings): Kyverno writes a number as text with 32 bits of precision, and fails on an int64", name)
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		ks, vs := dyn(a[0].e), dyn(a[1].e)
+		c.n++
+		i := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		c.n++
+		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		last := cel.Method(ks, "lastIndexOf", k)
+		val := cel.Cond(cel.Bin("<", last, cel.Call("size", vs)), dyn(cel.Index(vs, last)), cel.Null())
+		body := cel.Method(cel.Method(ks, "distinct"), "transformMapEntry", i, k, cel.Map([]cel.Expr{k}, []cel.Expr{val}))
+		var tests []cel.Expr
+		for _, v := range a {
+			if !v.t.only(tList) {
+				tests = append(tests, isType(v.e, "list"))
+			}
+		}
+		if len(tests) > 0 {
+			body = cel.Cond(cel.And(tests...), body, fail(name+": not an array: Kyverno fails the rule"))
+		}
+		return body
 	})
 	return found(e, tMap, false), nil
 }

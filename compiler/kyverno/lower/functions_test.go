@@ -88,11 +88,12 @@ func TestGroupReplacement(t *testing.T) {
 // are refused, saying so.
 func TestListsNeedTheirVersion(t *testing.T) {
 	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
-	for _, s := range []string{"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.metadata.name)", "items(request.object.metadata.labels, 'k', 'v')"} {
-		if _, err := variable(s, Scope{Object: pod}); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.35") {
+	for _, s := range []string{"sort(split(request.object.metadata.name, '-'))", "reverse(request.object.metadata.name)", "items(request.object.metadata.labels, 'k', 'v')",
+		"object_from_lists(split(request.object.metadata.name, '-'), `[]`)"} {
+		if _, err := variable(s, Scope{Object: pod, Features: cel.Features{TwoVar: true}}); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.35") {
 			t.Errorf("{{%s}} before 1.35: %v, want a refusal naming 1.35", s, err)
 		}
-		if _, err := variable(s, Scope{Object: pod, Features: cel.Features{Lists: true}}); err != nil {
+		if _, err := variable(s, Scope{Object: pod, Features: cel.Features{Lists: true, TwoVar: true}}); err != nil {
 			t.Errorf("{{%s}} from 1.35: %v", s, err)
 		}
 	}

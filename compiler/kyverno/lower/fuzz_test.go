@@ -165,7 +165,8 @@ func FuzzVariableSemantics(f *testing.F) {
 		"reverse(split(request.object.metadata.name, ''))[0]", "sort(request.object.spec.words)", "reverse(request.object.spec.n)",
 		"reverse(request.object.spec.containers)[0].name", "join('', sort(split(request.object.metadata.name, '')))",
 		"merge(request.object.metadata.labels || `{}`, `{\"a\": \"y\", \"z\": 1}`)", "merge(`{\"a\": 1}`, request.object.metadata.labels || `{}`).a",
-		"merge(`{\"b\": 2}`)", "merge(`{\"a\": 1, \"b\": 2}`, `{\"b\": 3}`, `{\"c\": 4}`)",
+		"merge(`{\"b\": 2}`)", "object_from_lists(split(request.object.metadata.name, '-'), request.object.spec.words)",
+		"object_from_lists(split(request.object.metadata.name, ''), request.object.spec.containers)", "object_from_lists(split('a-b-a', '-'), split('1-2-3', '-'))", "merge(`{\"a\": 1, \"b\": 2}`, `{\"b\": 3}`, `{\"c\": 4}`)",
 	} {
 		f.Add(s)
 	}

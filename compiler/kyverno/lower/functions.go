@@ -179,16 +179,22 @@ func fail(why string) cel.Expr {
 // its expression cheap to repeat), else a failure: Kyverno's functions fail on an argument of
 // another type.
 func stringsOnly(name string, body cel.Expr, args ...value) cel.Expr {
+	return typedOnly(body, tStr, "string", name+": an argument is not a string: Kyverno fails the rule", args...)
+}
+
+// typedOnly is body where every argument is of the type t (CEL's celType), tested when its types
+// allow others, else a failure saying why.
+func typedOnly(body cel.Expr, t types, celType, why string, args ...value) cel.Expr {
 	var tests []cel.Expr
 	for _, a := range args {
-		if !a.t.only(tStr) {
-			tests = append(tests, isType(a.e, "string"))
+		if !a.t.only(t) {
+			tests = append(tests, isType(a.e, celType))
 		}
 	}
 	if len(tests) == 0 {
 		return body
 	}
-	return cel.Cond(cel.And(tests...), body, fail(name+": an argument is not a string: Kyverno fails the rule"))
+	return cel.Cond(cel.And(tests...), body, fail(why))
 }
 
 // onString is body of the value of s (dyn(), evaluated once) where it is a string, else a failure
@@ -771,8 +777,7 @@ func sortArray(c *lowering, name string, args []value) (value, error) {
 	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
 		var body cel.Expr = cel.Method(dyn(x), "sort")
 		if !it.only(tStr) {
-			c.n++
-			item := cel.Ident(fmt.Sprintf("jp%d", c.n))
+			item := c.fresh()
 			body = cel.Cond(cel.Method(dyn(x), "all", item, isType(item, "string")), body, fail(why))
 		}
 		if !a.t.only(tList) {
@@ -853,8 +858,7 @@ func items(c *lowering, name string, args []value) (value, error) {
 		return value{}, c.refuse("%s of a value that cannot be an object: Kyverno fails the rule", name)
 	}
 	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
-		c.n++
-		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		k := c.fresh()
 		entry := cel.Map([]cel.Expr{cel.Str(keyName), cel.Str(valName)}, []cel.Expr{dyn(k), dyn(cel.Index(dyn(x), k))})
 		if keyName == valName {
 			entry = cel.Map([]cel.Expr{cel.Str(valName)}, []cel.Expr{dyn(cel.Index(dyn(x), k))})
@@ -886,19 +890,9 @@ func labelMatch(c *lowering, name string, args []value) (value, error) {
 	}
 	e := c.bindAll(args, func(a []value) cel.Expr {
 		l, m := dyn(a[0].e), dyn(a[1].e)
-		c.n++
-		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		k := c.fresh()
 		body := cel.Method(l, "all", k, cel.And(cel.Bin("in", k, m), cel.Bin("==", cel.Index(m, k), cel.Index(l, k))))
-		var tests []cel.Expr
-		for _, v := range a {
-			if !v.t.only(tMap) {
-				tests = append(tests, isType(v.e, "map"))
-			}
-		}
-		if len(tests) > 0 {
-			body = cel.Cond(cel.And(tests...), body, fail(name+": not an object: Kyverno fails the rule"))
-		}
-		return body
+		return typedOnly(body, tMap, "map", name+": not an object: Kyverno fails the rule", a...)
 	})
 	return found(e, tBool, false), nil
 }
@@ -922,8 +916,7 @@ func merge(c *lowering, name string, args []value) (value, error) {
 		for i, v := range a {
 			ms[i] = dyn(v.e)
 		}
-		c.n++
-		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		k := c.fresh()
 		var keys cel.Expr
 		for i := len(ms) - 1; i >= 0; i-- {
 			var notLater []cel.Expr
@@ -940,8 +933,7 @@ func merge(c *lowering, name string, args []value) (value, error) {
 				keys = cel.Bin("+", keys, part)
 			}
 		}
-		c.n++
-		idx := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		idx := c.fresh()
 		val := dyn(cel.Index(ms[0], k))
 		for _, m := range ms[1:] {
 			val = cel.Cond(cel.Bin("in", k, m), dyn(cel.Index(m, k)), val)
@@ -973,23 +965,12 @@ func objectFromLists(c *lowering, name string, args []value) (value, error) {
 	}
 	e := c.bindAll(args, func(a []value) cel.Expr {
 		ks, vs := dyn(a[0].e), dyn(a[1].e)
-		c.n++
-		i := cel.Ident(fmt.Sprintf("jp%d", c.n))
-		c.n++
-		k := cel.Ident(fmt.Sprintf("jp%d", c.n))
+		i := c.fresh()
+		k := c.fresh()
 		last := cel.Method(ks, "lastIndexOf", k)
 		val := cel.Cond(cel.Bin("<", last, cel.Call("size", vs)), dyn(cel.Index(vs, last)), cel.Null())
 		body := cel.Method(cel.Method(ks, "distinct"), "transformMapEntry", i, k, cel.Map([]cel.Expr{k}, []cel.Expr{val}))
-		var tests []cel.Expr
-		for _, v := range a {
-			if !v.t.only(tList) {
-				tests = append(tests, isType(v.e, "list"))
-			}
-		}
-		if len(tests) > 0 {
-			body = cel.Cond(cel.And(tests...), body, fail(name+": not an array: Kyverno fails the rule"))
-		}
-		return body
+		return typedOnly(body, tList, "list", name+": not an array: Kyverno fails the rule", a...)
 	})
 	return found(e, tMap, false), nil
 }

@@ -134,6 +134,12 @@ func (c *lowering) virtName(v virtual) string {
 	return "request.kind"
 }
 
+// fresh is a new identifier, for a comprehension's variable.
+func (c *lowering) fresh() cel.Expr {
+	c.n++
+	return cel.Ident(fmt.Sprintf("jp%d", c.n))
+}
+
 // bind gives body the value of x, evaluated once: x itself when it is cheap to repeat, else a
 // name bound to it.
 func (c *lowering) bind(x cel.Expr, simple bool, body func(cel.Expr) cel.Expr) cel.Expr {

@@ -749,12 +749,18 @@ func itemTypes(a value) types {
 	return a.sh.item().types()
 }
 
-// needsLists refuses name where the target's CEL lacks ext.Lists v3 (sort, reverse).
-func needsLists(c *lowering, name string) error {
-	if c.sc.Features.Lists {
-		return nil
+// needs refuses name where the target's CEL lacks a library it is lowered with: ext.Lists v3
+// (sort, reverse, distinct) and two-variable comprehensions (transformMapEntry), which the API
+// server has for new expressions from Kubernetes 1.35 and 1.33.
+func needs(c *lowering, name string, lists, twoVar bool) error {
+	f := c.sc.Features
+	switch {
+	case lists && !f.Lists:
+		return c.refuse("%s needs CEL's lists library (sort, reverse, distinct), which the API server has for new expressions from Kubernetes 1.35: compile for 1.35 or later (--kubernetes-version)", name)
+	case twoVar && !f.TwoVar:
+		return c.refuse("%s needs CEL's two-variable comprehensions (transformMapEntry), which the API server has for new expressions from Kubernetes 1.33: compile for 1.33 or later (--kubernetes-version)", name)
 	}
-	return c.refuse("%s needs CEL's lists library (sort, reverse), which the API server has for new expressions from Kubernetes 1.35: compile for 1.35 or later (--kubernetes-version)", name)
+	return nil
 }
 
 // sortArray is sort: Kyverno's JMESPath sorts an array of numbers (float64s only) or of strings
@@ -762,7 +768,7 @@ func needsLists(c *lowering, name string) error {
 // object's numbers reach Kyverno as float64 or int64): CEL's sort orders strings by their bytes,
 // as Go's sort does, and an array that holds anything but strings fails, as in Kyverno.
 func sortArray(c *lowering, name string, args []value) (value, error) {
-	if err := needsLists(c, name); err != nil {
+	if err := needs(c, name, true, false); err != nil {
 		return value{}, err
 	}
 	a := args[0]
@@ -794,7 +800,7 @@ func sortArray(c *lowering, name string, args []value) (value, error) {
 // fails the rule. CEL reverses a list; a string is split into its characters, reversed and
 // joined (the API server's CEL has no string reverse).
 func reverse(c *lowering, name string, args []value) (value, error) {
-	if err := needsLists(c, name); err != nil {
+	if err := needs(c, name, true, false); err != nil {
 		return value{}, err
 	}
 	a := args[0]
@@ -842,7 +848,7 @@ func mapValueTypes(a value) types {
 // object. Of an array Kyverno makes each index a float64, which the object's numbers are not
 // always: refused. Anything else fails the rule.
 func items(c *lowering, name string, args []value) (value, error) {
-	if err := needsLists(c, name); err != nil {
+	if err := needs(c, name, true, false); err != nil {
 		return value{}, err
 	}
 	keyName, ok1 := stringLiteral(args[1])
@@ -903,8 +909,8 @@ func labelMatch(c *lowering, name string, args []value) (value, error) {
 // has it. Kyverno does not check a variadic function's arguments: its merge panics on anything
 // but an object, so every argument must be one (a default, || `{}`, makes it so).
 func merge(c *lowering, name string, args []value) (value, error) {
-	if !c.sc.Features.TwoVar {
-		return value{}, c.refuse("%s needs CEL's two-variable comprehensions, which the API server has for new expressions from Kubernetes 1.33: compile for 1.33 or later (--kubernetes-version)", name)
+	if err := needs(c, name, false, true); err != nil {
+		return value{}, err
 	}
 	for _, a := range args {
 		if !a.t.only(tMap) {
@@ -950,10 +956,7 @@ func merge(c *lowering, name string, args []value) (value, error) {
 // and later: CEL's distinct names, each with the value at its last index (lastIndexOf), built by
 // transformMapEntry. Anything but arrays fails the rule.
 func objectFromLists(c *lowering, name string, args []value) (value, error) {
-	if !c.sc.Features.TwoVar {
-		return value{}, c.refuse("%s needs CEL's two-variable comprehensions, which the API server has for new expressions from Kubernetes 1.33: compile for 1.35 or later (--kubernetes-version)", name)
-	}
-	if err := needsLists(c, name); err != nil {
+	if err := needs(c, name, true, true); err != nil {
 		return value{}, err
 	}
 	keys, vals := args[0], args[1]

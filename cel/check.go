@@ -175,6 +175,52 @@ func (e *Env) CheckCondition(expr string) error {
 	return e.check(&matchconditions.MatchCondition{Expression: expr})
 }
 
+// ListPieces divides list-valued expressions into the pieces that decide their type, for
+// checking one by one: the operands of +, and the branches of a conditional whose condition is
+// boolean by construction (this checker's bool variables, literals, and !, && and || of them),
+// recursively. Each piece a list of T makes the expression a list of T. (cel-go's checker takes
+// time quadratic in the generic calls of what it checks at once, and a fused expression's parts
+// are sums of many guarded operations: checked as pieces they also repeat shapes more.)
+func (c *Checker) ListPieces(xs ...Expr) []Expr {
+	var out []Expr
+	var add func(Expr)
+	add = func(x Expr) {
+		switch e := x.(type) {
+		case binary:
+			if e.op == "+" {
+				add(e.l)
+				add(e.r)
+				return
+			}
+		case cond:
+			if c.boolean(e.c) {
+				add(e.t)
+				add(e.f)
+				return
+			}
+		}
+		out = append(out, x)
+	}
+	for _, x := range xs {
+		add(x)
+	}
+	return out
+}
+
+// boolean: is x a bool whatever the object, by its syntax and this checker's variables' types?
+func (c *Checker) boolean(x Expr) bool {
+	switch e := x.(type) {
+	case lit:
+		return e.text == "true" || e.text == "false"
+	case unary:
+		return e.op == "!" && c.boolean(e.x)
+	case binary:
+		return (e.op == "&&" || e.op == "||") && c.boolean(e.l) && c.boolean(e.r)
+	}
+	name, ok := AsVarRef(x)
+	return ok && c.types[name] == "bool"
+}
+
 // CheckJSONPatchExpr is CheckJSONPatch for a tree: an expression of a shape that compiled before
 // in this environment is not compiled again (see Shape).
 func (e *Env) CheckJSONPatchExpr(x Expr) error {

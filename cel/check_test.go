@@ -1,6 +1,7 @@
 package cel
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -57,5 +58,38 @@ func TestIdentifiers(t *testing.T) {
 	}
 	if _, err := env.Identifiers(`object.(`); err == nil {
 		t.Error("an expression that does not parse gave no error")
+	}
+}
+
+// TestListPieces: sums and conditionals on a boolean are divided for checking, nothing else.
+func TestListPieces(t *testing.T) {
+	env := NewEnv(version.MajorMinor(1, 36))
+	c, err := env.WithVariables([]Variable{{Name: "b", Expression: "true"}, {Name: "s", Expression: `"x"`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, z := List(Ident("a")), List(Ident("z"))
+	b, s := VarRef("b"), VarRef("s")
+	cases := []struct {
+		in   Expr
+		want []string
+	}{
+		{Bin("+", a, Bin("+", z, a)), []string{"[a]", "[z]", "[a]"}},
+		{Cond(b, Bin("+", a, z), List()), []string{"[a]", "[z]", "[]"}},
+		{Cond(Bin("||", Not(b), Bool(true)), a, z), []string{"[a]", "[z]"}},
+		// Not boolean whatever the object: the condition is checked with its branches.
+		{Cond(s, a, z), []string{String(Cond(s, a, z))}},
+		{Cond(Bin("&&", b, s), a, z), []string{String(Cond(Bin("&&", b, s), a, z))}},
+		{Cond(Field(Ident("object"), "f"), a, z), []string{String(Cond(Field(Ident("object"), "f"), a, z))}},
+		{Bin("-", a, z), []string{String(Bin("-", a, z))}},
+	}
+	for _, tc := range cases {
+		var got []string
+		for _, p := range c.ListPieces(tc.in) {
+			got = append(got, String(p))
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ListPieces(%s) = %q, want %q", String(tc.in), got, tc.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -297,7 +298,7 @@ func compileFused(env *cel.Env, fz *plan.Fuser, groups []*plan.Group, createOnly
 			// part's type (see cel.KeyLists), and the variables are checked below.
 			e = keys.Hoist(e)
 			wholes = append(wholes, e)
-			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.CheckJSONPatchExpr)
+			text, err := pr.jsonPatchOfParts(e, parts, checked, checker.ListPieces, checker.CheckJSONPatchExpr)
 			if err != nil {
 				return nil, &mutationError{batch[0].m, err}
 			}
@@ -750,9 +751,12 @@ func mayMatchAny(ms []*ir.Mutation, rules []ir.Rule) bool {
 // list of JSONPatch operations, and so is their concatenation (parts iterating over one list
 // are checked before cel.MergeLoops shares their loop: it keeps each body's type). (cel-go's
 // checker takes time quadratic in the number of generic calls in one expression, which made
-// checking large fused expressions whole the bulk of compile time.) Parts already checked (a
-// step repeated in a later round, or of the same shape) are not checked again.
-func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, check func(cel.Expr) error) (string, error) {
+// checking large fused expressions whole the bulk of compile time.) Each part is checked in
+// the pieces that decide its type (pieces, cel.Checker.ListPieces), but empty lists, which are
+// list(dyn) alone: a part whose piece does not compile alone is checked whole. Pieces and parts
+// already checked (a step repeated in a later round, or of the same shape) are not checked
+// again: checked holds each shape's outcome, true where it compiled.
+func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[string]bool, pieces func(...cel.Expr) []cel.Expr, check func(cel.Expr) error) (string, error) {
 	if len(parts) == 0 {
 		parts = []cel.Expr{whole} // nothing but empty lists: check the whole, as the API server will
 	}
@@ -761,19 +765,40 @@ func (p printer) jsonPatchOfParts(whole cel.Expr, parts []cel.Expr, checked map[
 	if err != nil {
 		return "", err
 	}
+	keys := make([][]string, len(parts))
 	var todo []cel.Expr
-	for _, part := range parts {
-		if key := cel.Shape(part); !checked[key] {
-			checked[key] = true
-			todo = append(todo, part)
+	var todoKeys []string
+	for i, part := range parts {
+		ps := pieces(part)
+		ps = slices.DeleteFunc(ps, cel.IsEmpty)
+		if len(ps) == 0 {
+			ps = []cel.Expr{part}
+		}
+		for _, piece := range ps {
+			key := cel.Shape(piece)
+			keys[i] = append(keys[i], key)
+			if _, seen := checked[key]; !seen {
+				checked[key] = true
+				todo, todoKeys = append(todo, piece), append(todoKeys, key)
+			}
 		}
 	}
 	// The checks are independent: run them on every core.
 	errs := make([]error, len(todo))
 	par.Do(len(todo), func(i int) { errs[i] = check(todo[i]) })
-	for _, err := range errs {
+	for i, err := range errs {
 		if err != nil {
-			return "", err
+			checked[todoKeys[i]] = false
+		}
+	}
+	for i, part := range parts {
+		for _, key := range keys[i] {
+			if !checked[key] {
+				if err := check(part); err != nil {
+					return "", err
+				}
+				break
+			}
 		}
 	}
 	return text, nil

@@ -69,6 +69,7 @@ func (e *Env) Features() Features {
 		Flatten: e.Version.AtLeast(version.MajorMinor(1, 35)),
 		Lists:   e.Version.AtLeast(version.MajorMinor(1, 35)),
 		TwoVar:  e.Version.AtLeast(version.MajorMinor(1, 33)),
+		Semver:  e.Version.AtLeast(version.MajorMinor(1, 34)),
 	}
 }
 

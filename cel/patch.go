@@ -143,4 +143,7 @@ type Features struct {
 	Lists bool
 	// TwoVar: two-variable comprehensions such as transformList (new expressions from 1.33).
 	TwoVar bool
+	// Semver: the API server's semver library, semver(), isSemver() and compareTo() among them
+	// (new expressions from 1.34).
+	Semver bool
 }

@@ -57,6 +57,7 @@ var functions = map[string]function{
 	"label_match":               {2, labelMatch},
 	"merge":                     {-1, merge},
 	"object_from_lists":         {2, objectFromLists},
+	"semver_compare":            {2, semverCompare},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -73,7 +74,6 @@ var notLowered = map[string]string{
 	"path_canonicalize": "the API server's CEL has no counterpart of Go's filepath.Clean",
 	"image_normalize":   "it applies Kyverno's configured default registry",
 	"is_external_url":   "it resolves host names",
-	"semver_compare":    "Kyverno's semantic version ranges have no counterpart in the API server's CEL",
 	"random":            "its result is random",
 	"time_now":          "its result depends on when the rule runs",
 	"time_now_utc":      "its result depends on when the rule runs",
@@ -749,16 +749,18 @@ func itemTypes(a value) types {
 	return a.sh.item().types()
 }
 
-// needs refuses name where the target's CEL lacks a library it is lowered with: ext.Lists v3
-// (sort, reverse, distinct) and two-variable comprehensions (transformMapEntry), which the API
-// server has for new expressions from Kubernetes 1.35 and 1.33.
-func needs(c *lowering, name string, lists, twoVar bool) error {
+// needs refuses name where the target's CEL lacks a library it is lowered with (want): ext.Lists
+// v3 (sort, reverse, distinct), two-variable comprehensions (transformMapEntry) and the API
+// server's semver library, which it has for new expressions from Kubernetes 1.35, 1.33 and 1.34.
+func needs(c *lowering, name string, want cel.Features) error {
 	f := c.sc.Features
 	switch {
-	case lists && !f.Lists:
+	case want.Lists && !f.Lists:
 		return c.refuse("%s needs CEL's lists library (sort, reverse, distinct), which the API server has for new expressions from Kubernetes 1.35: compile for 1.35 or later (--kubernetes-version)", name)
-	case twoVar && !f.TwoVar:
+	case want.TwoVar && !f.TwoVar:
 		return c.refuse("%s needs CEL's two-variable comprehensions (transformMapEntry), which the API server has for new expressions from Kubernetes 1.33: compile for 1.33 or later (--kubernetes-version)", name)
+	case want.Semver && !f.Semver:
+		return c.refuse("%s needs the API server's semver library (semver, isSemver, compareTo), which it has for new expressions from Kubernetes 1.34: compile for 1.34 or later (--kubernetes-version)", name)
 	}
 	return nil
 }
@@ -768,7 +770,7 @@ func needs(c *lowering, name string, lists, twoVar bool) error {
 // object's numbers reach Kyverno as float64 or int64): CEL's sort orders strings by their bytes,
 // as Go's sort does, and an array that holds anything but strings fails, as in Kyverno.
 func sortArray(c *lowering, name string, args []value) (value, error) {
-	if err := needs(c, name, true, false); err != nil {
+	if err := needs(c, name, cel.Features{Lists: true}); err != nil {
 		return value{}, err
 	}
 	a := args[0]
@@ -800,7 +802,7 @@ func sortArray(c *lowering, name string, args []value) (value, error) {
 // fails the rule. CEL reverses a list; a string is split into its characters, reversed and
 // joined (the API server's CEL has no string reverse).
 func reverse(c *lowering, name string, args []value) (value, error) {
-	if err := needs(c, name, true, false); err != nil {
+	if err := needs(c, name, cel.Features{Lists: true}); err != nil {
 		return value{}, err
 	}
 	a := args[0]
@@ -848,7 +850,7 @@ func mapValueTypes(a value) types {
 // object. Of an array Kyverno makes each index a float64, which the object's numbers are not
 // always: refused. Anything else fails the rule.
 func items(c *lowering, name string, args []value) (value, error) {
-	if err := needs(c, name, true, false); err != nil {
+	if err := needs(c, name, cel.Features{Lists: true}); err != nil {
 		return value{}, err
 	}
 	keyName, ok1 := stringLiteral(args[1])
@@ -909,7 +911,7 @@ func labelMatch(c *lowering, name string, args []value) (value, error) {
 // has it. Kyverno does not check a variadic function's arguments: its merge panics on anything
 // but an object, so every argument must be one (a default, || `{}`, makes it so).
 func merge(c *lowering, name string, args []value) (value, error) {
-	if err := needs(c, name, false, true); err != nil {
+	if err := needs(c, name, cel.Features{TwoVar: true}); err != nil {
 		return value{}, err
 	}
 	for _, a := range args {
@@ -956,7 +958,7 @@ func merge(c *lowering, name string, args []value) (value, error) {
 // and later: CEL's distinct names, each with the value at its last index (lastIndexOf), built by
 // transformMapEntry. Anything but arrays fails the rule.
 func objectFromLists(c *lowering, name string, args []value) (value, error) {
-	if err := needs(c, name, true, true); err != nil {
+	if err := needs(c, name, cel.Features{Lists: true, TwoVar: true}); err != nil {
 		return value{}, err
 	}
 	keys, vals := args[0], args[1]

@@ -132,7 +132,7 @@ spec:
 		meta := map[string]any{"name": fmt.Sprintf("cm-%d", i), "namespace": pick("default", "kube-tools")}
 		labels := map[string]any{}
 		if r.IntN(5) > 0 {
-			labels["app"] = pick("web", "web-frontend", "api", "10", "1", "2.5", "1Gi", "", "true", "30s", "1.2.3", "gold", "3", "1-10")
+			labels["app"] = pick("web", "web-frontend", "api", "10", "1", "2.5", "1Gi", "", "true", "30s", "1.2.3", "gold", "3", "1-10", "1.2.4", "1.2.3-rc.1", "0.9.0")
 		}
 		if r.IntN(3) == 0 {
 			labels["team"] = pick("gold", "kube", "web")

@@ -211,8 +211,9 @@ var numericOps = map[string]string{
 // of the run-time key, of types kt, and a condValue string value. Kyverno tries, for a string key,
 // durations (when both read as one), then quantities (when both do), then the key as a float64,
 // an int64, a semantic version; for a number key, a duration value, then the value as a float64.
-// Booleans, lists, objects and null compare as false.
-func numericCond(op string, key cel.Expr, kt types, val any, field string) (cel.Expr, error) {
+// Booleans, lists, objects and null compare as false. f says whether the target has the API
+// server's semver library.
+func numericCond(op string, key cel.Expr, kt types, val any, f cel.Features, field string) (cel.Expr, error) {
 	k := cel.Ident("k")
 	cmp := numericOps[op]
 	if f, ok := numberValue(val); ok {
@@ -253,8 +254,16 @@ func numericCond(op string, key cel.Expr, kt types, val any, field string) (cel.
 		// float64, an int64 nor a version, and the comparison is false.
 		str = cel.And(cel.Call("isQuantity", k), cel.Bin(cmp, quantityCmp(k, l), cel.Int(0)))
 	case l.version:
+		// A string key that reads as a version compares as one (semver.Parse, as the API
+		// server's semver library reads it); one that does not, and every number key, as
+		// false: a version has two dots, so the key is then no duration, quantity or number
+		// either (nor is the value: Kyverno tries those first).
 		if kt&tStr != 0 {
-			return nil, errorf(field, "%q reads as a semantic version, which Kyverno compares as one with a key that reads as one; not supported yet", v)
+			if !f.Semver {
+				return nil, errorf(field, "%q reads as a semantic version, which Kyverno compares as one with a key that reads as one: that needs the API server's semver library, which it has for new expressions from Kubernetes 1.34: compile for 1.34 or later (--kubernetes-version)", v)
+			}
+			d := cel.Method(cel.Call("semver", k), "compareTo", cel.Call("semver", cel.Str(v)))
+			str = cel.And(cel.Call("isSemver", k), cel.Bin(cmp, d, cel.Int(0)))
 		}
 	}
 	// Otherwise the value reads as nothing Kyverno compares: false for every key.

@@ -54,7 +54,7 @@ func TestConditionValues(t *testing.T) {
 		{"lessthan", tStr, "2", "reads as a number"},
 		{"lessthan", tInt | tDouble | tNull, "2", ""},
 		{"lessthan", tInt, "inf", "not finite"},
-		{"lessthanorequals", tStr, "1.2.3", "semantic version"},
+		{"lessthanorequals", tStr, "1.2.3", "Kubernetes 1.34"},
 		{"lessthanorequals", tInt, "1.2.3", ""},
 		{"greaterthanorequals", tStr, "abc", ""},
 		{"greaterthanorequals", tStr, true, "type bool"},
@@ -69,7 +69,7 @@ func TestConditionValues(t *testing.T) {
 		case strings.HasPrefix(c.op, "duration"):
 			_, err = durationOp(c.op, key, c.kt, "f")
 		default:
-			_, err = numericCond(c.op, key, c.kt, c.value, "f")
+			_, err = numericCond(c.op, key, c.kt, c.value, cel.Features{}, "f")
 		}
 		switch {
 		case c.refuse == "" && err != nil:

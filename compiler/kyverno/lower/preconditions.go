@@ -190,7 +190,7 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		_, one := valLit.(string)
 		return setOp(op, key, vals, one), nil
 	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
-		return numericCond(op, key, kt, valLit, field+".value")
+		return numericCond(op, key, kt, valLit, sc.Features, field+".value")
 	case "durationgreaterthan", "durationgreaterthanorequals", "durationlessthan", "durationlessthanorequals":
 		return durationOp(c.Operator, key, kt, field+".key")
 	}

@@ -111,3 +111,16 @@ func TestSemverCompareRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionConditionNeedsSemver: the ordering operators with a value that reads as a version
+// and a key that can be a string compare versions with the semver library, from 1.34.
+func TestVersionConditionNeedsSemver(t *testing.T) {
+	key := cel.Ident("key")
+	if _, err := numericCond("greaterthan", key, tStr, "1.2.3", cel.Features{}, "f"); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.34") {
+		t.Errorf("before 1.34: %v, want a refusal naming 1.34", err)
+	}
+	e, err := numericCond("greaterthan", key, tStr|tInt, "1.2.3", cel.Features{Semver: true}, "f")
+	if err != nil || !strings.Contains(cel.String(e), "compareTo") {
+		t.Errorf("from 1.34: %v, %v; want a comparison of versions", e, err)
+	}
+}

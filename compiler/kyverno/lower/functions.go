@@ -78,7 +78,7 @@ var notLowered = map[string]string{
 	"time_now":          "its result depends on when the rule runs",
 	"time_now_utc":      "its result depends on when the rule runs",
 	"time_since":        "its result depends on when the rule runs",
-	"keys":              "Kyverno's result follows Go's random map order (supported only as the whole key or value of AnyIn, AnyNotIn, AllIn, AllNotIn, which ignore the order)",
+	"keys":              "Kyverno's result follows Go's random map order (supported only where the order changes nothing: as the whole key or value of AnyIn, AnyNotIn, AllIn, AllNotIn, and as the argument of sort, length and contains)",
 	"values":            "Kyverno's result follows Go's random map order",
 	"map":               "expression references (&expr) are not supported yet",
 	"max_by":            "expression references (&expr) are not supported yet",
@@ -94,6 +94,11 @@ var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "m
 
 // kyvernoFunctions are the other names Kyverno's JMESPath knows (not lowered yet).
 var kyvernoFunctions = []string{"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
+
+// orderFreeArgument are the functions whose result does not depend on the order of the items
+// of their first argument, where it is an array: keys (whose order is Go's random map order) is
+// lowered there.
+var orderFreeArgument = map[string]bool{"sort": true, "length": true, "contains": true}
 
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
@@ -123,6 +128,9 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	}
 	args := make([]value, len(n.Children))
 	for i, a := range n.Children {
+		if i == 0 && orderFreeArgument[name] && isKeysCall(a) {
+			c.keysTop = true // the order of its keys changes nothing here
+		}
 		v, err := c.operand(a, cur)
 		if err != nil {
 			return value{}, err

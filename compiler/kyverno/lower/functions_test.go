@@ -121,3 +121,22 @@ func TestMergeRefusals(t *testing.T) {
 		t.Errorf("merge of labels, which can be missing: %v, want a refusal", err)
 	}
 }
+
+// TestKeysWhereOrderIsFree: keys, whose order is Go's random map order in Kyverno, is lowered as
+// the argument of sort, length and contains, and refused elsewhere.
+func TestKeysWhereOrderIsFree(t *testing.T) {
+	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
+	sc := Scope{Object: pod, Features: cel.Features{Lists: true, TwoVar: true}}
+	for _, s := range []string{"sort(keys(request.object.metadata.labels))", "length(keys(request.object.metadata.annotations))",
+		"contains(keys(request.object.metadata.labels), 'app')", "join(',', sort(keys(request.object.spec.nodeSelector)))"} {
+		if _, err := variable(s, sc); err != nil {
+			t.Errorf("{{%s}}: %v", s, err)
+		}
+	}
+	for _, s := range []string{"keys(request.object.metadata.labels)[0]", "join(',', keys(request.object.metadata.labels))",
+		"contains('app', keys(request.object.metadata.labels))", "to_array(keys(request.object.metadata.labels))"} {
+		if _, err := variable(s, sc); err == nil || !strings.Contains(err.Error(), "random map order") {
+			t.Errorf("{{%s}}: %v, want a refusal", s, err)
+		}
+	}
+}

@@ -79,7 +79,7 @@ var notLowered = map[string]string{
 	"time_now_utc":      "its result depends on when the rule runs",
 	"time_since":        "its result depends on when the rule runs",
 	"keys":              "Kyverno's result follows Go's random map order (supported only where the order changes nothing: as the whole key or value of AnyIn, AnyNotIn, AllIn, AllNotIn, and as the argument of sort, length and contains)",
-	"values":            "Kyverno's result follows Go's random map order",
+	"values":            "Kyverno's result follows Go's random map order (supported only as the argument of sort, length and contains)",
 	"map":               "expression references (&expr) are not supported yet",
 	"max_by":            "expression references (&expr) are not supported yet",
 	"min_by":            "expression references (&expr) are not supported yet",
@@ -96,8 +96,8 @@ var numeric = []string{"abs", "add", "avg", "ceil", "divide", "floor", "max", "m
 var kyvernoFunctions = []string{"time_add", "time_after", "time_before", "time_between", "time_diff", "time_parse", "time_to_cron", "time_truncate", "time_utc"}
 
 // orderFreeArgument are the functions whose result does not depend on the order of the items
-// of their first argument, where it is an array: keys (whose order is Go's random map order) is
-// lowered there.
+// of their first argument, where it is an array: keys and values (whose order is Go's random map
+// order) are lowered there.
 var orderFreeArgument = map[string]bool{"sort": true, "length": true, "contains": true}
 
 // call is a function call.
@@ -105,8 +105,8 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	name, _ := n.Value.(string)
 	if top := c.keysTop; top {
 		c.keysTop = false
-		if name == "keys" && len(n.Children) == 1 {
-			return c.keysUnordered(n, cur)
+		if (name == "keys" || name == "values") && len(n.Children) == 1 {
+			return c.unordered(name, n, cur)
 		}
 	}
 	f, ok := functions[name]
@@ -128,8 +128,8 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	}
 	args := make([]value, len(n.Children))
 	for i, a := range n.Children {
-		if i == 0 && orderFreeArgument[name] && isKeysCall(a) {
-			c.keysTop = true // the order of its keys changes nothing here
+		if i == 0 && orderFreeArgument[name] && (isKeysCall(a) || isCallOnPath(a, "values")) {
+			c.keysTop = true // the order of its names or values changes nothing here
 		}
 		v, err := c.operand(a, cur)
 		if err != nil {
@@ -143,10 +143,10 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	return f.lower(c, name, args)
 }
 
-// keysUnordered is keys(m): the keys of the object m, in an order of CEL's, which only a reader
-// that ignores the order may see (Kyverno's follows Go's random map order); anything but an
-// object fails, as in Kyverno.
-func (c *lowering) keysUnordered(n jmespath.ASTNode, cur value) (value, error) {
+// unordered is keys(m) or values(m): the names or the values of the object m, in an order of
+// CEL's, which only a reader that ignores the order may see (Kyverno's follows Go's random map
+// order); anything but an object fails, as in Kyverno.
+func (c *lowering) unordered(name string, n jmespath.ASTNode, cur value) (value, error) {
 	a, err := c.operand(n.Children[0], cur)
 	if err != nil {
 		return value{}, err
@@ -156,10 +156,17 @@ func (c *lowering) keysUnordered(n jmespath.ASTNode, cur value) (value, error) {
 	}
 	k := cel.Ident("k")
 	e := c.bind(a.e, a.simple, func(x cel.Expr) cel.Expr {
-		return cel.Cond(isType(dyn(x), "map"), cel.Method(dyn(x), "map", k, k), fail("keys: the argument is not an object: Kyverno fails the rule"))
+		var each cel.Expr = k
+		if name == "values" {
+			each = cel.Index(dyn(x), k)
+		}
+		return cel.Cond(isType(dyn(x), "map"), cel.Method(dyn(x), "map", k, each), fail(name+": the argument is not an object: Kyverno fails the rule"))
 	})
 	v := found(e, tList, false)
 	v.items = tStr
+	if name == "values" {
+		v.items = a.sh.values().types()
+	}
 	return v, nil
 }
 

@@ -122,21 +122,33 @@ func TestMergeRefusals(t *testing.T) {
 	}
 }
 
-// TestKeysWhereOrderIsFree: keys, whose order is Go's random map order in Kyverno, is lowered as
-// the argument of sort, length and contains, and refused elsewhere.
+// TestKeysWhereOrderIsFree: keys and values, whose order is Go's random map order in Kyverno, are
+// lowered as the argument of sort, length and contains, and refused elsewhere.
 func TestKeysWhereOrderIsFree(t *testing.T) {
 	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
 	sc := Scope{Object: pod, Features: cel.Features{Lists: true, TwoVar: true}}
 	for _, s := range []string{"sort(keys(request.object.metadata.labels))", "length(keys(request.object.metadata.annotations))",
-		"contains(keys(request.object.metadata.labels), 'app')", "join(',', sort(keys(request.object.spec.nodeSelector)))"} {
+		"contains(keys(request.object.metadata.labels), 'app')", "join(',', sort(keys(request.object.spec.nodeSelector)))",
+		"sort(values(request.object.metadata.labels))", "length(values(request.object.spec))", "contains(values(request.object.metadata.annotations), 'x')"} {
 		if _, err := variable(s, sc); err != nil {
 			t.Errorf("{{%s}}: %v", s, err)
 		}
 	}
 	for _, s := range []string{"keys(request.object.metadata.labels)[0]", "join(',', keys(request.object.metadata.labels))",
-		"contains('app', keys(request.object.metadata.labels))", "to_array(keys(request.object.metadata.labels))"} {
+		"contains('app', keys(request.object.metadata.labels))", "to_array(keys(request.object.metadata.labels))",
+		"values(request.object.metadata.labels)[0]", "join(',', values(request.object.metadata.labels))"} {
 		if _, err := variable(s, sc); err == nil || !strings.Contains(err.Error(), "random map order") {
 			t.Errorf("{{%s}}: %v, want a refusal", s, err)
 		}
+	}
+}
+
+// TestSortValuesNeedsStrings: sort of an object's values needs items that cannot be numbers,
+// which the schema says for a map of strings (labels) and not for an object with fields.
+func TestSortValuesNeedsStrings(t *testing.T) {
+	pod := ObjectShape(Kind{Version: "v1", Kind: "Pod"})
+	sc := Scope{Object: pod, Features: cel.Features{Lists: true, TwoVar: true}}
+	if _, err := variable("sort(values(request.object.spec.securityContext))", sc); err == nil || !strings.Contains(err.Error(), "numbers") {
+		t.Errorf("sort of a Pod security context's values: %v, want a refusal (they can be numbers)", err)
 	}
 }

@@ -96,20 +96,25 @@ type lowering struct {
 	n   int // names bound so far
 
 	// keysTop: the variable is keys(path) or path.keys(@), read where order changes nothing
-	// (Scope.orderFree); the first call lowered is that keys.
+	// (Scope.orderFree), or the first argument of a function that ignores the order of its
+	// items is keys or values (orderFreeArgument); the first call lowered is that one.
 	keysTop bool
 }
 
 // isKeysCall: is n keys(p) or p.keys(@), p a path of fields and indices (whose lowering calls
 // no function before keys)?
-func isKeysCall(n jmespath.ASTNode) bool {
-	keys := func(n jmespath.ASTNode) bool {
-		return n.NodeType == jmespath.ASTFunctionExpression && n.Value == "keys" && len(n.Children) == 1
+func isKeysCall(n jmespath.ASTNode) bool { return isCallOnPath(n, "keys") }
+
+// isCallOnPath: is n fn(p) or p.fn(@), p a path of fields and indices (whose lowering calls no
+// function before fn)?
+func isCallOnPath(n jmespath.ASTNode, fn string) bool {
+	call := func(n jmespath.ASTNode) bool {
+		return n.NodeType == jmespath.ASTFunctionExpression && n.Value == fn && len(n.Children) == 1
 	}
-	if keys(n) {
+	if call(n) {
 		return isPathStep(n.Children[0])
 	}
-	if n.NodeType == jmespath.ASTSubexpression && keys(n.Children[1]) {
+	if n.NodeType == jmespath.ASTSubexpression && call(n.Children[1]) {
 		at := n.Children[1].Children[0].NodeType
 		return isPathStep(n.Children[0]) && (at == jmespath.ASTCurrentNode || at == jmespath.ASTIdentity)
 	}

@@ -122,3 +122,20 @@ func (s Shape) item() Shape {
 	}
 	return out
 }
+
+// values is the shape of the values of a map here (an object whose schema gives only the type of
+// its values, as labels'); unknown for an object with named fields.
+func (s Shape) values() Shape {
+	var out Shape
+	for _, rs := range s.at {
+		if rs.Schema == nil || len(rs.Schema.Properties) > 0 || rs.Schema.AdditionalProperties == nil {
+			return Shape{}
+		}
+		v := rs.Field("")
+		if v == nil || v.Schema == nil {
+			return Shape{}
+		}
+		out.at = append(out.at, v)
+	}
+	return out
+}

@@ -103,8 +103,8 @@ var orderFreeArgument = map[string]bool{"sort": true, "length": true, "contains"
 // call is a function call.
 func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	name, _ := n.Value.(string)
-	if top := c.keysTop; top {
-		c.keysTop = false
+	if c.unorderedNext {
+		c.unorderedNext = false
 		if (name == "keys" || name == "values") && len(n.Children) == 1 {
 			return c.unordered(name, n, cur)
 		}
@@ -129,7 +129,7 @@ func (c *lowering) call(n jmespath.ASTNode, cur value) (value, error) {
 	args := make([]value, len(n.Children))
 	for i, a := range n.Children {
 		if i == 0 && orderFreeArgument[name] && (isKeysCall(a) || isCallOnPath(a, "values")) {
-			c.keysTop = true // the order of its names or values changes nothing here
+			c.unorderedNext = true // the order of its names or values changes nothing here
 		}
 		v, err := c.operand(a, cur)
 		if err != nil {

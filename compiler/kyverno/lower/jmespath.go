@@ -95,10 +95,11 @@ type lowering struct {
 	sc  Scope
 	n   int // names bound so far
 
-	// keysTop: the variable is keys(path) or path.keys(@), read where order changes nothing
-	// (Scope.orderFree), or the first argument of a function that ignores the order of its
-	// items is keys or values (orderFreeArgument); the first call lowered is that one.
-	keysTop bool
+	// unorderedNext: the next call lowered is keys or values whose result is read where the
+	// order of its items changes nothing: the whole variable, keys(path) or path.keys(@), read
+	// by a set operator (Scope.orderFree), or the first argument of sort, length or contains
+	// (orderFreeArgument).
+	unorderedNext bool
 }
 
 // isKeysCall: is n keys(p) or p.keys(@), p a path of fields and indices (whose lowering calls
@@ -169,7 +170,7 @@ func variable(s string, sc Scope) (value, error) {
 	if err != nil {
 		return value{}, c.refuse("not JMESPath Kyverno can read (%v): Kyverno fails the rule", err)
 	}
-	c.keysTop = sc.orderFree && isKeysCall(n)
+	c.unorderedNext = sc.orderFree && isKeysCall(n)
 	v, err := c.lower(n, value{virt: vRoot})
 	if err != nil {
 		return value{}, err

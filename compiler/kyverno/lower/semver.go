@@ -144,7 +144,7 @@ func rangeExpandWildcards(p []string) []string {
 			result = "" // without a wildcard to increment: ParseRange fails on it
 			if wildcard != 0 {
 				// 1.2.x: the minor version incremented; 1.x: the major one.
-				at := map[int]int{3: 1, 2: 0}[wildcard]
+				at := wildcard - 2
 				fs := strings.Split(flat, ".")
 				if n, err := strconv.Atoi(fs[at]); err == nil {
 					fs[at] = strconv.Itoa(n + 1)
@@ -168,7 +168,7 @@ func semverCompare(c *lowering, name string, args []value) (value, error) {
 	}
 	r, ok := stringLiteral(args[1])
 	if !ok {
-		return value{}, c.refuse("%s with a range that is not a string literal is not supported: the range is read when the policy is compiled", name)
+		return value{}, c.refuse("%s with a range that is not a string literal is not supported: mapc reads the range when it compiles the policy; write it as a literal ('>=1.2.0 <2.0.0')", name)
 	}
 	ranges, err := semverRange(r)
 	if err != nil {

@@ -690,3 +690,57 @@ func TestAdmitErrors(t *testing.T) {
 		t.Errorf("Admit after Close succeeded")
 	}
 }
+
+// BenchmarkPatchShapes compares ways of writing the same changes as
+// mutations, through the API server's plugin: many JSONPatch operations or
+// one with a larger value, and an ApplyConfiguration. The planner's choice to
+// write each change as its own operation rests on these figures
+// (bench/README.md, "Where the cost goes").
+func BenchmarkPatchShapes(b *testing.B) {
+	ctx := context.Background()
+	e := evaluator(b)
+	env := func(i int) string { return fmt.Sprintf(`Object.spec.containers.env{name: "E%d", value: "v"}`, i) }
+	repeat := func(n int, f func(int) string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = f(i)
+		}
+		return strings.Join(parts, ", ")
+	}
+	cases := []struct {
+		name string
+		m    admissionregistrationv1.Mutation
+	}{
+		{"labels-1-op", jsonPatch(`[JSONPatch{op: "add", path: "/metadata/labels", value: {"l0": "v"}}]`)},
+		{"labels-100-ops", jsonPatch(`[JSONPatch{op: "add", path: "/metadata/labels", value: {"l0": "v"}}, ` +
+			repeat(99, func(i int) string {
+				return fmt.Sprintf(`JSONPatch{op: "add", path: "/metadata/labels/l%d", value: "v"}`, i+1)
+			}) + `]`)},
+		{"labels-1-op-100-entries", jsonPatch(`[JSONPatch{op: "add", path: "/metadata/labels", value: {` +
+			repeat(100, func(i int) string { return fmt.Sprintf(`"l%d": "v"`, i) }) + `}}]`)},
+		{"image-100-ops", jsonPatch(`[` + repeat(100, func(int) string {
+			return `JSONPatch{op: "replace", path: "/spec/containers/0/image", value: "x"}`
+		}) + `]`)},
+		{"env-100-ops", jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/0/env", value: []}, ` +
+			repeat(100, func(i int) string {
+				return `JSONPatch{op: "add", path: "/spec/containers/0/env/-", value: ` + env(i) + `}`
+			}) + `]`)},
+		{"env-1-op-100-entries", jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/0/env", value: [` + repeat(100, env) + `]}]`)},
+		{"env-apply-configuration-100-entries", applyConfig(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "c", env: [` +
+			repeat(100, env) + `]}]}}`)},
+	}
+	for _, c := range cases {
+		sets := []PolicySet{policy("p", c.m)}
+		if _, err := e.Admit(ctx, sets, Request{Object: pod("dev", nil)}); err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Admit(ctx, sets, Request{Object: pod("dev", nil)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -39,9 +39,11 @@
 //   - Discovery: the built-in kinds of client-go's scheme (plural guessed as the API server's
 //     REST mapper does for them), plus Setup.Resources for custom ones.
 //   - Namespaces: only the request's own (Request.Namespace, else one with only its
-//     kubernetes.io/metadata.name label, as the API server labels every namespace). No roles or
-//     cluster roles are bound to the user; no policy exceptions; no context loaders reach a
-//     cluster or a registry but those of configMap entries; every policy given is taken as ready.
+//     kubernetes.io/metadata.name label, as the API server labels every namespace), which
+//     apiCall context entries also get by a GET of /api/v1/namespaces/<name> (namespaceClient).
+//     No roles or cluster roles are bound to the user; no policy exceptions; no context loaders
+//     reach a cluster or a registry but those of configMap entries and that GET; every policy
+//     given is taken as ready.
 //   - Defaulting: the patched object is not defaulted as the API server defaults built-in
 //     types after a webhook (mapc's API server side does not default either).
 //
@@ -61,6 +63,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -207,17 +210,19 @@ func New(setup Setup) (*Engine, error) {
 		return nil, err
 	}
 	jp := jmespath.New(cfg)
+	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	nsLister := corev1listers.NewNamespaceLister(nsIndexer)
 	e := &Engine{
 		cfg:    cfg,
 		pcache: policycache.NewCache(),
 		client: client,
-		engine: engine.NewEngine(cfg, jp, adapters.Client(client), nil, imageverifycache.DisabledImageVerifyCache(),
+		engine: engine.NewEngine(cfg, jp, adapters.Client(namespaceClient{client, nsLister}), nil, imageverifycache.DisabledImageVerifyCache(),
 			factories.DefaultContextLoaderFactory(cmResolver), nil, nil),
 		pcBuilder: webhookutils.NewPolicyContextBuilder(cfg, jp),
-		nsIndexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		nsIndexer: nsIndexer,
+		nsLister:  nsLister,
 		logger:    logr.Discard(),
 	}
-	e.nsLister = corev1listers.NewNamespaceLister(e.nsIndexer)
 	if conds := cfg.GetMatchConditions(); len(conds) > 0 {
 		for _, w := range webhooks {
 			fp := admissionregistrationv1.Fail
@@ -412,6 +417,32 @@ func newClient(custom []Resource) (dclient.Interface, error) {
 	}
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	return dclient.NewClient(context.Background(), dyn, kube, 24*time.Hour, false, nil)
+}
+
+// namespaceClient is Kyverno's client with the API server's answer to a GET of a namespace
+// (/api/v1/namespaces/<name>), which apiCall context entries send, served from the namespaces
+// Kyverno's listers know (the request's own). Its JSON is the Namespace object with apiVersion
+// and kind, as the API server serves it, but what the API server adds to a stored object
+// (managed fields, resource version, uid, creation timestamp, spec.finalizers, status.phase).
+// Every other call fails. A call without a method is a GET: the CRD's default, which the API
+// server sets on every policy it stores.
+type namespaceClient struct {
+	dclient.Interface
+	namespaces corev1listers.NamespaceLister
+}
+
+func (c namespaceClient) RawAbsPath(_ context.Context, path, method string, _ io.Reader) ([]byte, error) {
+	name, ok := strings.CutPrefix(path, "/api/v1/namespaces/")
+	if !ok || name == "" || strings.Contains(name, "/") || method != "GET" && method != "" {
+		return nil, fmt.Errorf("the reference serves no %s %s: only GET /api/v1/namespaces/<name>", method, path)
+	}
+	ns, err := c.namespaces.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	ns = ns.DeepCopy()
+	ns.APIVersion, ns.Kind = "v1", "Namespace"
+	return json.Marshal(ns)
 }
 
 // configMapResolver is Kyverno's client-based ConfigMap resolver over a clientset holding the

@@ -144,6 +144,49 @@ spec:
 		want      *unstructured.Unstructured // nil: the object unchanged
 		denied    string                     // a part of Kyverno's denial
 	}{{
+		name: "an apiCall reads the request's namespace",
+		policies: []string{policy("ns", "", `rules:
+- name: team
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+  context:
+  - name: team
+    apiCall:
+      urlPath: "/api/v1/namespaces/{{request.namespace}}"
+      jmesPath: metadata.labels.team
+  mutate:
+    patchStrategicMerge:
+      metadata:
+        labels:
+          team: "{{ team }}"
+`)},
+		object:    pod,
+		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"team": "payments"}}},
+		want:      edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
+	}, {
+		name: "an apiCall whose jmesPath finds nothing in the namespace fails the rule",
+		policies: []string{policy("ns", "", `rules:
+- name: team
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+  context:
+  - name: team
+    apiCall:
+      urlPath: "/api/v1/namespaces/{{request.namespace}}"
+      jmesPath: metadata.labels.team
+  mutate:
+    patchStrategicMerge:
+      metadata:
+        labels:
+          team: "{{ team }}"
+`)},
+		object: pod,
+		denied: "failed to apply JMESPath",
+	}, {
 		name:     "a label added by patchStrategicMerge",
 		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
 		object:   pod,

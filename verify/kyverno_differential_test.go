@@ -47,7 +47,7 @@ func TestKyvernoDifferential(t *testing.T) {
 		namespace("default", nil),
 		namespace("team-a", map[string]string{"env": "prod"}),
 		namespace("team-b", map[string]string{"env": "staging", "team": "b"}),
-		namespace("shop", map[string]string{"env": "prod"}),
+		annotated(namespace("shop", map[string]string{"env": "prod"}), map[string]string{"owner": "carol"}),
 		namespace("kube-tools", nil),
 	}
 	for _, c := range cases {
@@ -97,6 +97,11 @@ func namespace(name string, labels map[string]string) *corev1.Namespace {
 		l[k] = v
 	}
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+}
+
+func annotated(ns *corev1.Namespace, annotations map[string]string) *corev1.Namespace {
+	ns.Annotations = annotations
+	return ns
 }
 
 // generateObject is a random Pod, Deployment, CronJob or ConfigMap.

@@ -85,10 +85,14 @@ type Rule struct {
 
 // Variable is a variable context entry: under the entry's name, the value (its variables
 // substituted) or the whole context, through the JMESPath when given, else the default.
+// With Namespace, it is an apiCall entry that reads the request's namespace (a GET of
+// /api/v1/namespaces/{{request.namespace}}): the Namespace object through the JMESPath when
+// given (Value and Default unused).
 type Variable struct {
 	Entry string
 	// At is the entry's index in the rule's context: an entry reads the entries before it.
 	At         int
+	Namespace  bool
 	Value      any
 	HasValue   bool
 	JMESPath   string

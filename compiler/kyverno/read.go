@@ -763,7 +763,10 @@ func (r *reader) context(v any, path []string, field string, p *Policy) ([]Confi
 				vars = append(vars, v)
 			}
 		case "apiCall":
-			r.problem(kp, kf, "apiCall context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or a service while admitting")
+			if v, ok := r.apiCall(m[kinds[0]], kp, kf); ok {
+				v.Entry, v.At = name, i
+				vars = append(vars, v)
+			}
 		case "imageRegistry":
 			r.problem(kp, kf, "imageRegistry context entries are not supported: a MutatingAdmissionPolicy cannot reach an image registry while admitting")
 		case "globalReference":
@@ -803,6 +806,58 @@ func (r *reader) variable(v any, path []string, field string) (Variable, bool) {
 			r.problem(kp, field+"."+k, "unknown field of a variable context entry (value, jmesPath, default)")
 			bad = true
 		}
+	}
+	return vr, !bad
+}
+
+// namespacePathRe is the urlPath of an apiCall that reads the request's namespace.
+var namespacePathRe = regexp.MustCompile(`^/api/v1/namespaces/\{\{\s*request\.namespace\s*\}\}$`)
+
+// apiCall reads an apiCall context entry: only a GET of the request's namespace
+// (/api/v1/namespaces/{{request.namespace}}), which a MutatingAdmissionPolicy reads as
+// namespaceObject; every other call is refused.
+func (r *reader) apiCall(v any, path []string, field string) (Variable, bool) {
+	vr := Variable{Path: path, Field: field, Namespace: true}
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.problem(path, field, "must be an object (urlPath, method, jmesPath, default)")
+		return vr, false
+	}
+	bad := false
+	refuse := func(k, format string, args ...any) {
+		r.problem(append(append([]string(nil), path...), k), field+"."+k, format, args...)
+		bad = true
+	}
+	const only = "a MutatingAdmissionPolicy cannot call the API server or a service while admitting; supported: urlPath /api/v1/namespaces/{{request.namespace}} (the request's namespace, which it reads as namespaceObject)"
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch k {
+		case "urlPath":
+			u, _ := m[k].(string)
+			if !namespacePathRe.MatchString(u) {
+				refuse(k, "%q: %s", u, only)
+			}
+		case "method":
+			// The CRD's default is GET.
+			if s, _ := m[k].(string); s != "GET" && m[k] != nil {
+				refuse(k, "%v: %s", m[k], only)
+			}
+		case "jmesPath":
+			vr.JMESPath, _ = m[k].(string)
+			if strings.Contains(vr.JMESPath, "{{") {
+				refuse(k, "%q: variables in an apiCall's jmesPath are not supported yet: Kyverno substitutes them before it evaluates the expression; write the expression itself", vr.JMESPath)
+			}
+		case "default":
+			// Kyverno gives the default when the call fails; the API server admits nothing
+			// into a namespace that does not exist, so the call does not fail.
+		case "data", "service":
+			refuse(k, "%s: %s", k, only)
+		default:
+			refuse(k, "unknown field of an apiCall context entry (urlPath, method, data, service, jmesPath, default)")
+		}
+	}
+	if _, ok := m["urlPath"]; !ok && !bad {
+		r.problem(path, field, "an apiCall without urlPath calls a service: %s", only)
+		bad = true
 	}
 	return vr, !bad
 }

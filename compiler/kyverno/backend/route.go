@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -425,6 +426,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if partial && p.FailurePolicy == "Ignore" {
 		return nil, 0, &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf("spec", "failurePolicy"), Object: p.Object(), Field: "spec.failurePolicy",
 			Msg: "Ignore, with a rule that can fail (a variable without a value, a replace of a missing path, a missing foreach list) beside other rules for the same kinds, or a foreach with several entries (each entry is a mutation of its own): Kyverno then drops the patches of every rule of the policy, a MutatingAdmissionPolicy only the failing mutation's; use Fail, or put the rule, or each entry, in a policy of its own"}
+	}
+	if err := namespaceEntryKinds(p, opts); err != nil {
+		return nil, 0, err
 	}
 	var param *emit.Param
 	if p.ConfigMap != nil {
@@ -1333,6 +1337,44 @@ func configMapAlwaysRead(p *kyverno.Policy, opts route.Options) error {
 		}
 	}
 	return nil
+}
+
+// namespaceEntryKinds refuses an apiCall context entry reading the request's namespace in a
+// rule that can apply to a kind that is not namespaced: there Kyverno's urlPath becomes
+// /api/v1/namespaces/, the list of every namespace, where the policy's namespaceObject is null.
+func namespaceEntryKinds(p *kyverno.Policy, opts route.Options) error {
+	for _, r := range p.Rules {
+		i := slices.IndexFunc(r.Variables, func(v kyverno.Variable) bool { return v.Namespace })
+		if i < 0 {
+			continue
+		}
+		rk, err := ruleKinds(r, opts)
+		if err != nil {
+			return problem(p, r, "match", err)
+		}
+		for _, k := range rk {
+			if !namespacedKind(k, opts) {
+				entry := r.Variables[i]
+				return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(entry.Path...), Object: p.Object(), Field: entry.Field,
+					Msg: fmt.Sprintf("an apiCall reading the request's namespace in a rule for %s, which is not a namespaced kind: for a cluster-scoped object Kyverno gets the list of every namespace, where a MutatingAdmissionPolicy has no namespace to read; supported in rules for namespaced kinds only", kindName(k))}
+			}
+		}
+	}
+	return nil
+}
+
+// namespacedKind: is k a kind whose objects are always in a namespace (a built-in one, or a
+// custom resource whose CustomResourceDefinition says so)?
+func namespacedKind(k gk, opts route.Options) bool {
+	if k == anyKind {
+		return false
+	}
+	for _, crd := range opts.CRDs {
+		if crd.Spec.Group == k.Group && crd.Spec.Names.Kind == k.Kind {
+			return crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+		}
+	}
+	return cel.NamespacedKind(k.Group, k.Kind)
 }
 
 func kindName(k gk) string {

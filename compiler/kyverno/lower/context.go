@@ -94,6 +94,9 @@ func contextVariable(vr kyverno.Variable, field string, sc Scope) (contextVar, e
 		}
 		return refuse(sub, "%v", err)
 	}
+	if vr.Namespace {
+		return namespaceEntry(vr, refuse, sc)
+	}
 	cv := contextVar{name: vr.Entry, fallible: true}
 	var def cel.Expr
 	var defv value
@@ -230,11 +233,47 @@ func contextVariable(vr kyverno.Variable, field string, sc Scope) (contextVar, e
 	return cv, nil
 }
 
+// namespaceEntry lowers an apiCall entry that reads the request's namespace. Kyverno's apiCall
+// loader (pkg/engine/apicall) gets the Namespace object from the API server and applies the
+// jmesPath to it when given: an error (a missing field included) fails the entry, a null result
+// is kept as null. Without a jmesPath the entry is the whole object, of which the variables may
+// read the parts namespaceField supports.
+func namespaceEntry(vr kyverno.Variable, refuse func(sub, format string, args ...any) (contextVar, error), sc Scope) (contextVar, error) {
+	cv := contextVar{name: vr.Entry}
+	root := value{virt: vNamespace}
+	if vr.JMESPath == "" {
+		cv.v = root
+		return cv, nil
+	}
+	n, err := jmespath.NewParser().Parse(vr.JMESPath)
+	if err != nil {
+		return refuse("jmesPath", "%q is not JMESPath Kyverno can read (%v): Kyverno fails the rule wherever a variable names the entry", vr.JMESPath, err)
+	}
+	c := &lowering{src: vr.JMESPath, sc: sc}
+	r, err := c.lower(n, root)
+	if err != nil {
+		return refuse("jmesPath", "%q: %s", vr.JMESPath, strings.TrimPrefix(err.Error(), c.refuse("").Error()))
+	}
+	if r.virt != real {
+		return refuse("jmesPath", "%q: %s is not supported as a value: supported: metadata.name, metadata.labels, metadata.annotations and paths below them", vr.JMESPath, c.virtName(r.virt))
+	}
+	// Loaded, the entry holds a value: where the jmesPath fails (a function's error, a missing
+	// field) loading it fails.
+	cv.fallible = r.missing || !isPathStep(n)
+	r.jnum = true // Kyverno's context holds it as JSON
+	r.missing, r.soft, r.st, r.opt, r.softErr = false, r.e, r.t, nil, nil
+	cv.v = r
+	return cv, nil
+}
+
 // c0 is a lowering for the soft values of top-level variables.
 var c0 = &lowering{}
 
 // entry is the root name of a variable context entry: its value.
 func (c *lowering) entry(cv contextVar) value {
+	if cv.v.virt != real {
+		return cv.v
+	}
 	v := found(cv.v.e, cv.v.t, false)
 	v.sh, v.jnum, v.ascii, v.items, v.lossy = cv.v.sh, cv.v.jnum, cv.v.ascii, cv.v.items, cv.v.lossy
 	return v

@@ -37,6 +37,8 @@ const (
 	vUserInfo
 	vKind
 	vConfigMap // a configMap context entry: {"data": ..., "metadata": ...}
+	vNamespace // the request's Namespace object, from an apiCall context entry
+	vNamespaceMeta
 )
 
 // value is a JMESPath expression lowered.
@@ -136,6 +138,10 @@ func (c *lowering) virtName(v virtual) string {
 		return "request.userInfo"
 	case vConfigMap:
 		return "a configMap context entry"
+	case vNamespace:
+		return "the namespace's whole object (an apiCall context entry)"
+	case vNamespaceMeta:
+		return "the namespace's whole metadata (an apiCall context entry)"
 	}
 	return "request.kind"
 }
@@ -526,6 +532,8 @@ func (c *lowering) field(cur value, name string) (value, error) {
 		return v, nil
 	case vConfigMap:
 		return c.configMapField(name)
+	case vNamespace, vNamespaceMeta:
+		return c.namespaceField(cur.virt, name)
 	case vKind:
 		switch name {
 		case "group", "version", "kind":
@@ -621,6 +629,37 @@ func (c *lowering) configMapField(name string) (value, error) {
 		return value{}, c.refuse("the ConfigMap's metadata is not supported yet: only its data (%s.data.<key>)", strings.SplitN(c.src, ".", 2)[0])
 	}
 	return value{}, c.refuse("a configMap context entry has only data and metadata: Kyverno finds no %s and fails the rule", name)
+}
+
+// namespaceMetaShape is what the schema says of a Namespace's metadata.
+var namespaceMetaShape = ObjectShape(Kind{Version: "v1", Kind: "Namespace"}).field("metadata")
+
+// namespaceField is a field of the request's Namespace object as an apiCall context entry reads
+// it from the API server, or of its metadata (at). A MutatingAdmissionPolicy reads the namespace
+// as namespaceObject, which holds the object's metadata but its managed fields and owner
+// references, and types its timestamps as CEL timestamps, and has no apiVersion or kind: its
+// name, labels and annotations, and what is below them, are what both read alike.
+func (c *lowering) namespaceField(at virtual, name string) (value, error) {
+	const supported = "supported: metadata.name, metadata.labels, metadata.annotations and paths below them"
+	if at == vNamespace {
+		if name == "metadata" {
+			return value{virt: vNamespaceMeta}, nil
+		}
+		return value{}, c.refuse("the namespace's %s is not supported: a MutatingAdmissionPolicy reads the namespace as namespaceObject, which differs from the object the API server serves there; %s", name, supported)
+	}
+	meta := cel.Field(cel.Ident("namespaceObject"), "metadata")
+	switch name {
+	case "name":
+		v := found(cel.Field(meta, name), tStr, true)
+		v.ascii = true // a DNS label
+		return v, nil
+	case "labels", "annotations":
+		// Absent from an object without any: Kyverno's JMESPath finds no value there.
+		e := cel.Field(meta, name)
+		return value{e: dyn(e), t: tMap, missing: true, soft: cel.Cond(cel.Has(meta, name), dyn(e), cel.Null()), st: tMap | tNull,
+			sh: namespaceMetaShape.field(name)}, nil
+	}
+	return value{}, c.refuse("the namespace's metadata.%s is not supported: a MutatingAdmissionPolicy reads the namespace as namespaceObject, which differs from the object the API server serves there; %s", name, supported)
 }
 
 // step is the field name of b (a value): b[name] where b is an object, null elsewhere; missing

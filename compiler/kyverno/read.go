@@ -810,8 +810,9 @@ func (r *reader) variable(v any, path []string, field string) (Variable, bool) {
 	return vr, !bad
 }
 
-// namespacePathRe is the urlPath of an apiCall that reads the request's namespace.
-var namespacePathRe = regexp.MustCompile(`^/api/v1/namespaces/\{\{\s*request\.namespace\s*\}\}$`)
+// namespacePathRe is the urlPath of an apiCall that reads the request's namespace: the API
+// server sets an object's metadata.namespace to the request's namespace before admission.
+var namespacePathRe = regexp.MustCompile(`^/api/v1/namespaces/\{\{\s*request\.(namespace|object\.metadata\.namespace)\s*\}\}$`)
 
 // apiCall reads an apiCall context entry: only a GET of the request's namespace
 // (/api/v1/namespaces/{{request.namespace}}), which a MutatingAdmissionPolicy reads as
@@ -828,7 +829,7 @@ func (r *reader) apiCall(v any, path []string, field string) (Variable, bool) {
 		r.problem(append(append([]string(nil), path...), k), field+"."+k, format, args...)
 		bad = true
 	}
-	const only = "a MutatingAdmissionPolicy cannot call the API server or a service while admitting; supported: urlPath /api/v1/namespaces/{{request.namespace}} (the request's namespace, which it reads as namespaceObject)"
+	const only = "a MutatingAdmissionPolicy cannot call the API server or a service while admitting; supported: urlPath /api/v1/namespaces/{{request.namespace}} or {{request.object.metadata.namespace}} (the request's namespace, which it reads as namespaceObject)"
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch k {
 		case "urlPath":

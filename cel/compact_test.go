@@ -202,3 +202,16 @@ func TestFoldAppends(t *testing.T) {
 		}
 	}
 }
+
+func TestPointerKey(t *testing.T) {
+	p := Pointer{}.Child("metadata").Child("a/b").Key(Ident("k"))
+	got := String(PatchOp("add", p, Str("v")))
+	want := `JSONPatch{op: "add", path: ("/metadata/a~1b/") + (jsonpatch.escapeKey(k)), value: "v"}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// A run-time key is not a list index: the path is not read as tokens.
+	if pathTokens(p.Expr()) != nil {
+		t.Errorf("pathTokens(%s) is not nil", String(p.Expr()))
+	}
+}

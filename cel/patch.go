@@ -87,6 +87,13 @@ func (p Pointer) Index(i Expr) Pointer {
 	return Pointer{append(append([]Expr(nil), q.parts...), Call("string", i))}
 }
 
+// Key is the pointer to the object member whose name is the run-time string k below p
+// (escaped with jsonpatch.escapeKey, the API server's RFC 6901 escaping).
+func (p Pointer) Key(k Expr) Pointer {
+	q := p.appendStatic("/")
+	return Pointer{append(append([]Expr(nil), q.parts...), Call("jsonpatch.escapeKey", k))}
+}
+
 func (p Pointer) appendStatic(s string) Pointer {
 	parts := append([]Expr(nil), p.parts...)
 	if n := len(parts); n > 0 {

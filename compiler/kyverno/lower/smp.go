@@ -223,6 +223,14 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 			}
 			parts = append(parts, ops)
 		default:
+			if x, ok := x.(expr); ok && x.t&placeTypes(fs)&(tMap|tList) != 0 {
+				ops, err := g.wholeValue(cp, cur, name, x, fs, f)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, ops)
+				continue
+			}
 			val, err := valueOf(x)
 			if err != nil {
 				return nil, errorf(f, "%v", err)
@@ -231,6 +239,45 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 		}
 	}
 	return concat(parts), nil
+}
+
+// placeTypes are the types the schema allows at a place in the object (every type where it is
+// not known): a value of another type makes an object the API server refuses, in Kyverno as in
+// the policy.
+func placeTypes(s *openapi.ResourceSchema) types {
+	if s == nil {
+		return tAny
+	}
+	return schemaTypes(s)
+}
+
+// wholeValue merges a variable's value, which can be a map or a list, into cur[name] at p.
+// Kyverno substitutes the patch's variables before it merges, so such a value merges as the
+// patch's own map or list would: a list replaces the object's where the schema gives it no
+// merge strategy; a map is merged into the object's, key by key (added whole where the object
+// has none). Supported for maps whose values are strings, numbers or booleans (as labels'):
+// a null among them would delete the object's key, a map or list merge again.
+func (g *smp) wholeValue(p cel.Pointer, cur cel.Expr, name string, x expr, s *openapi.ResourceSchema, field string) (cel.Expr, error) {
+	if x.t&tList != 0 {
+		if keys := mergeKeys(s); len(keys) > 0 {
+			return nil, errorf(field, "the variable's value can be a list, which Kyverno merges into the object's list (a list with a merge strategy): not supported yet; write the list's items in the patch")
+		}
+	}
+	if x.t&placeTypes(s)&tMap == 0 {
+		return cel.List(cel.PatchOp("add", p, x.e)), nil
+	}
+	if !x.vals.only(tStr | tBool | tInt | tDouble) {
+		return nil, errorf(field, "the variable's value can be a map, which Kyverno merges into the object's map key by key: supported where its values are strings, numbers or booleans (labels, annotations), not where they can be null, maps or lists")
+	}
+	v := g.fresh("m")
+	k := g.fresh("k")
+	val, key := cel.Ident(v), cel.Ident(k)
+	merge := cel.Method(val, "map", key, cel.PatchOp("add", p.Key(key), cel.Index(val, key)))
+	ops := cel.Cond(present(cur, name), merge, cel.List(cel.PatchOp("add", p, val)))
+	if x.t != tMap {
+		ops = cel.Cond(isType(val, "map"), ops, cel.List(cel.PatchOp("add", p, val)))
+	}
+	return cel.Let(v, x.e, ops), nil
 }
 
 // listOps merges the list patch into cur[name] at p.

@@ -43,6 +43,7 @@ type expr struct {
 	e     cel.Expr
 	t     types // the JSON types of its value
 	items types // when it can be a list, the types of the list's items
+	vals  types // when it can be a map, the types of its values
 }
 
 // Substitute replaces the variables in v's strings with the CEL expressions of their values:
@@ -99,7 +100,7 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 					if items == 0 {
 						items = v.sh.item().types()
 					}
-					return expr{v.e, v.t, items}, nil
+					return expr{v.e, v.t, items, v.sh.values().types()}, nil
 				}
 				if l[0] > at {
 					parts = append(parts, cel.Str(x[at:l[0]]))

@@ -654,8 +654,10 @@ func (c *lowering) namespaceField(at virtual, name string) (value, error) {
 		v.ascii = true // a DNS label
 		return v, nil
 	case "labels", "annotations":
-		// Absent from an object without any: Kyverno's JMESPath finds no value there.
-		e := cel.Field(meta, name)
+		// Absent from an object without any: Kyverno's JMESPath finds no value there. The
+		// API server's JSONPatch cannot write namespaceObject's own maps (its values of the
+		// Namespace's schema convert to Go maps only): a copy (transformMap) can be written.
+		e := cel.Method(cel.Field(meta, name), "transformMap", cel.Ident("k"), cel.Ident("v"), cel.Ident("v"))
 		return value{e: dyn(e), t: tMap, missing: true, soft: cel.Cond(cel.Has(meta, name), dyn(e), cel.Null()), st: tMap | tNull,
 			sh: namespaceMetaShape.field(name)}, nil
 	}

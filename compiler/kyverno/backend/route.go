@@ -245,8 +245,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
 		}
-		if len(r.Variables) > 0 && r.ForEach != nil {
-			v := r.Variables[0]
+		if i := slices.IndexFunc(r.Variables, func(v kyverno.Variable) bool { return !v.Namespace }); i >= 0 && r.ForEach != nil {
+			// An apiCall entry reading the request's namespace reads the same each time.
+			v := r.Variables[i]
 			return nil, 0, problem(p, r, strings.TrimPrefix(v.Field, r.Field+"."), errors.New("variable context entries in a rule with foreach are not supported yet: Kyverno reloads them for each element, as the patched object stands then"))
 		}
 		sc, err := lower.Context(r, lower.Scope{Object: objectShape(rk), Features: env.Features()})
@@ -289,7 +290,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			}
 			apply, noApply = applyConfiguration(patch.(map[string]any), rk)
 		case r.ForEach != nil:
-			all, err := forEach(r, rk, env.Features())
+			all, err := forEach(r, rk, sc)
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate", err)
 			}
@@ -923,14 +924,14 @@ func contains(s []string, x string) bool {
 // operations of each entry. Kyverno runs the entries one after the other, each reading its list
 // and request.object from the object as the earlier entries left it: the mutations of a
 // MutatingAdmissionPolicy, one per entry, do the same.
-func forEach(r *kyverno.Rule, kinds []gk, features cel.Features) ([]cel.Expr, error) {
+func forEach(r *kyverno.Rule, kinds []gk, sc lower.Scope) ([]cel.Expr, error) {
 	if hasAnyKind(kinds) {
 		return nil, errors.New("foreach in a rule for every kind (*) is not supported yet: name the kinds")
 	}
 	var out []cel.Expr
 	for n, fe := range r.ForEach {
 		e, err := perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
-			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", n), features)
+			e, err := lower.ForEach(apiVersion, kind, fe, fmt.Sprintf("foreach[%d]", n), sc)
 			return e, "", err
 		})
 		if err != nil {

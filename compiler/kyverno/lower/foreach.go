@@ -36,8 +36,10 @@ import (
 //     unless its order says otherwise, and Kyverno's merge moves the outer item first each time
 //     an inner patch merges into it.
 //
-// Per-element preconditions are supported at every depth; context is not.
-func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string, features cel.Features) (cel.Expr, error) {
+// Per-element preconditions are supported at every depth; an entry's own context is not. The
+// rule's context entries (rule, of the rule's scope) are read as they are: only those that read
+// the same for every element (the request's namespace) reach a rule with foreach.
+func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string, rule Scope) (cel.Expr, error) {
 	group, version, ok := strings.Cut(apiVersion, "/")
 	if !ok {
 		group, version = "", apiVersion
@@ -46,7 +48,7 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string, features
 		apiVersion: apiVersion, kind: kind,
 		obj:      ObjectShape(Kind{Group: group, Version: version, Kind: kind}),
 		schema:   openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}),
-		features: features,
+		features: rule.Features, vars: rule.Vars,
 	}
 	l, err := r.entry(fe, field, nil)
 	if err != nil {
@@ -60,6 +62,7 @@ type forEachLowering struct {
 	obj              Shape
 	schema           *openapi.ResourceSchema // of the object (nil: unknown)
 	features         cel.Features            // of the target Kubernetes version
+	vars             []contextVar            // the rule's context entries
 }
 
 // loop is one foreach loop of an entry and the entries it is nested in.
@@ -135,7 +138,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		}
 	}
 	loops := append(append([]loop(nil), outer...), lp)
-	sc := Scope{Object: r.obj, Features: r.features}
+	sc := Scope{Object: r.obj, Features: r.features, Vars: r.vars}
 	for _, l := range loops {
 		sc.Elements = append(sc.Elements, l.x())
 		sc.Indexes = append(sc.Indexes, l.i())

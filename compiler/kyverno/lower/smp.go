@@ -255,8 +255,9 @@ func placeTypes(s *openapi.ResourceSchema) types {
 // Kyverno substitutes the patch's variables before it merges, so such a value merges as the
 // patch's own map or list would: a list replaces the object's where the schema gives it no
 // merge strategy; a map is merged into the object's, key by key (added whole where the object
-// has none). Supported for maps whose values are strings, numbers or booleans (as labels'):
-// a null among them would delete the object's key, a map or list merge again.
+// has none, unless empty: Kyverno's preprocessing drops empty maps from the substituted patch).
+// Supported for maps whose values are strings, numbers or booleans (as labels'): a null among
+// them would delete the object's key, a map or list merge again.
 func (g *smp) wholeValue(p cel.Pointer, cur cel.Expr, name string, x expr, s *openapi.ResourceSchema, field string) (cel.Expr, error) {
 	if x.t&tList != 0 {
 		if keys := mergeKeys(s); len(keys) > 0 {
@@ -273,7 +274,9 @@ func (g *smp) wholeValue(p cel.Pointer, cur cel.Expr, name string, x expr, s *op
 	k := g.fresh("k")
 	val, key := cel.Ident(v), cel.Ident(k)
 	merge := cel.Method(val, "map", key, cel.PatchOp("add", p.Key(key), cel.Index(val, key)))
-	ops := cel.Cond(present(cur, name), merge, cel.List(cel.PatchOp("add", p, val)))
+	// Kyverno drops an empty map from the patch (after substituting its variables).
+	added := cel.Guarded(cel.Bin(">", cel.Call("size", val), cel.Int(0)), cel.List(cel.PatchOp("add", p, val)))
+	ops := cel.Cond(present(cur, name), merge, added)
 	if x.t != tMap {
 		ops = cel.Cond(isType(val, "map"), ops, cel.List(cel.PatchOp("add", p, val)))
 	}

@@ -245,14 +245,15 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
 		}
-		if i := slices.IndexFunc(r.Variables, func(v kyverno.Variable) bool { return !v.Namespace }); i >= 0 && r.ForEach != nil {
-			// An apiCall entry reading the request's namespace reads the same each time.
-			v := r.Variables[i]
-			return nil, 0, problem(p, r, strings.TrimPrefix(v.Field, r.Field+"."), errors.New("variable context entries in a rule with foreach are not supported yet: Kyverno reloads them for each element, as the patched object stands then"))
-		}
 		sc, err := lower.Context(r, lower.Scope{Object: objectShape(rk), Features: env.Features()})
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
+		}
+		if name := lower.ReadsObject(sc); name != "" && r.ForEach != nil {
+			// Kyverno reloads the rule's entries for each element: those that do not read the
+			// object read the same each time.
+			i := slices.IndexFunc(r.Variables, func(v kyverno.Variable) bool { return v.Entry == name })
+			return nil, 0, problem(p, r, strings.TrimPrefix(r.Variables[i].Field, r.Field+"."), errors.New("variable context entries that read the object, in a rule with foreach, are not supported yet: Kyverno reloads them for each element, as the patched object stands then"))
 		}
 		pre, err := lower.Preconditions(r.Preconditions, sc, "preconditions")
 		if err != nil {

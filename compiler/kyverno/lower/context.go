@@ -266,6 +266,22 @@ func namespaceEntry(vr kyverno.Variable, refuse func(sub, format string, args ..
 	return cv, nil
 }
 
+// ReadsObject names the first of the scope's variable context entries whose value reads the
+// object (request.object or request.oldObject), or "" when none does. In a rule with foreach
+// Kyverno reloads the rule's entries for each element, as the patched object then stands: the
+// others read the same each time.
+func ReadsObject(sc Scope) string {
+	for _, cv := range sc.Vars {
+		if cv.v.virt != real {
+			continue // the request's namespace
+		}
+		if len(cel.Reads(cv.v.e, "object")) > 0 || len(cel.Reads(cv.v.e, "oldObject")) > 0 {
+			return cv.name
+		}
+	}
+	return ""
+}
+
 // c0 is a lowering for the soft values of top-level variables.
 var c0 = &lowering{}
 

@@ -46,7 +46,9 @@ func TestSuitesExamplesPass(t *testing.T) {
 		"PASS set-replicas: Deployment prod-ns/nginx-prod - SKIP (1 policy order)\n",
 		"SKIP default-environment: (DELETE) Deployment:base - ERROR: DELETE: MutatingAdmissionPolicies do not run on DELETE\n",
 		"PASS deployment-replicas: (CREATE) Deployment:one - MUTATE with param replicas in large (1 policy order)\n",
-		"23 passed, 0 failed, 1 skipped\n",
+		"=== namespace-team (../../testdata/suites/kyverno-namespace/kyverno-test.yaml, kyverno format)\n",
+		"PASS namespace-team/team: Pod sandbox/scratch - PASS (1 policy order)\n",
+		"25 passed, 0 failed, 1 skipped\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)

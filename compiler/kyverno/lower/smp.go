@@ -351,6 +351,9 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 	for i, e := range patch {
 		m, ok := e.(map[string]any)
 		f := item(i)
+		if _, isVar := e.(expr); isVar && !ok {
+			return nil, errorf(f, "a variable as a whole item of a list merged on %q is not supported yet: Kyverno merges the object it gives into the item of the same %s; write the item's %s and fields in the patch", key, key, key)
+		}
 		if !ok {
 			return nil, errorf(f, "an item of a list merged on %q must be an object", key)
 		}

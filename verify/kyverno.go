@@ -234,8 +234,9 @@ func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructur
 
 // NamespaceUses lists the namespaceSelectors of the policies' rules (match and exclude) whose
 // kinds name obj's kind (or any kind, or Pod, which Kyverno's autogen extends to the pod
-// controllers) and which look at a label other than kubernetes.io/metadata.name; a namespaced
-// Policy counts only in its own namespace. It does not evaluate the rest of a rule's match, so
+// controllers) and which look at a label other than kubernetes.io/metadata.name, and the
+// apiCall context entries of the rules whose match names it (they read the request's
+// namespace); a namespaced Policy counts only in its own namespace. It does not evaluate the rest of a rule's match, so
 // it may name a selector that would not decide anything.
 func (k *KyvernoReference) NamespaceUses(obj *unstructured.Unstructured, _ admissionv1.Operation) ([]string, bool) {
 	var uses []string
@@ -258,6 +259,17 @@ func (k *KyvernoReference) NamespaceUses(obj *unstructured.Unstructured, _ admis
 					if keys := selectorKeys(sel); len(keys) > 0 {
 						uses = append(uses, fmt.Sprintf("%s/%s: spec.rules[%d].%s.namespaceSelector on %s", p.GetKind(), p.GetName(), i, path, strings.Join(keys, ", ")))
 					}
+				}
+			}
+			// An apiCall entry reads the request's namespace (the only one mapc translates).
+			applies := false
+			for _, res := range ruleResources(rule, "match") {
+				applies = applies || kindApplies(res, obj.GetKind())
+			}
+			entries, _ := rule["context"].([]any)
+			for j, e := range entries {
+				if m, _ := e.(map[string]any); m["apiCall"] != nil && applies {
+					uses = append(uses, fmt.Sprintf("%s/%s: spec.rules[%d].context[%d].apiCall reads the request's namespace", p.GetKind(), p.GetName(), i, j))
 				}
 			}
 		}

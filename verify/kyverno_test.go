@@ -120,6 +120,18 @@ func TestKyvernoReferenceBadPolicy(t *testing.T) {
 	}
 }
 
+// withContext gives the policy's first rule an apiCall entry that reads the request's namespace.
+func withContext(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+	rules[0].(map[string]any)["context"] = []any{map[string]any{"name": "ns", "apiCall": map[string]any{
+		"urlPath": "/api/v1/namespaces/{{request.namespace}}", "jmesPath": "metadata.labels"}}}
+	if err := unstructured.SetNestedSlice(u.Object, rules, "spec", "rules"); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 func TestKyvernoNamespaceUses(t *testing.T) {
 	policy := func(kind, namespace, resources string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -145,6 +157,8 @@ func TestKyvernoNamespaceUses(t *testing.T) {
 		{"a Policy of the object's namespace", policy("Policy", "default", envSelector), "Pod", []string{"Policy/p: spec.rules[0].match.any[0].resources.namespaceSelector on env"}},
 		{"a Policy of another namespace", policy("Policy", "other", envSelector), "Pod", nil},
 		{"no selector", policy("ClusterPolicy", "", "          kinds: [Pod]\n"), "Pod", nil},
+		{"an apiCall reading the namespace", withContext(t, policy("ClusterPolicy", "", "          kinds: [Pod]\n")), "Pod", []string{"ClusterPolicy/p: spec.rules[0].context[0].apiCall reads the request's namespace"}},
+		{"an apiCall in a rule for another kind", withContext(t, policy("ClusterPolicy", "", "          kinds: [ConfigMap]\n")), "Pod", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,24 +95,27 @@ func labels(o map[string]any) map[string]any {
 	return md["labels"].(map[string]any)
 }
 
-// teamsRule labels Pods with the team a configMap context entry reads from the ConfigMap
-// default/teams.
-var teamsRule = policy("team", "", `rules:
+// contextTeam is a policy labelling Pods with the team value gives, read from the context
+// entry written as entry (YAML, one list item).
+func contextTeam(name, entry, value string) string {
+	return policy(name, "", `rules:
 - name: team
   match:
     any:
     - resources:
         kinds: [Pod]
   context:
-  - name: cm
-    configMap:
-      name: teams
-  mutate:
+`+indent(entry, "  ")+`  mutate:
     patchStrategicMerge:
       metadata:
         labels:
-          team: "{{ cm.data.team }}"
+          team: "`+value+`"
 `)
+}
+
+// teamsRule labels Pods with the team a configMap context entry reads from the ConfigMap
+// default/teams.
+var teamsRule = contextTeam("team", "- name: cm\n  configMap:\n    name: teams\n", "{{ cm.data.team }}")
 
 func TestAdmit(t *testing.T) {
 	deployment := `apiVersion: apps/v1
@@ -131,6 +134,12 @@ spec:
       - name: app
         image: nginx
 `
+	// A policy whose apiCall entry reads the request's namespace's team label.
+	namespaceTeam := contextTeam("ns", `- name: team
+  apiCall:
+    urlPath: "/api/v1/namespaces/{{request.namespace}}"
+    jmesPath: metadata.labels.team
+`, "{{ team }}")
 	tests := []struct {
 		name      string
 		policies  []string
@@ -144,48 +153,16 @@ spec:
 		want      *unstructured.Unstructured // nil: the object unchanged
 		denied    string                     // a part of Kyverno's denial
 	}{{
-		name: "an apiCall reads the request's namespace",
-		policies: []string{policy("ns", "", `rules:
-- name: team
-  match:
-    any:
-    - resources:
-        kinds: [Pod]
-  context:
-  - name: team
-    apiCall:
-      urlPath: "/api/v1/namespaces/{{request.namespace}}"
-      jmesPath: metadata.labels.team
-  mutate:
-    patchStrategicMerge:
-      metadata:
-        labels:
-          team: "{{ team }}"
-`)},
+		name:      "an apiCall reads the request's namespace",
+		policies:  []string{namespaceTeam},
 		object:    pod,
 		namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Labels: map[string]string{"team": "payments"}}},
 		want:      edit(t, pod, func(o map[string]any) { labels(o)["team"] = "payments" }),
 	}, {
-		name: "an apiCall whose jmesPath finds nothing in the namespace fails the rule",
-		policies: []string{policy("ns", "", `rules:
-- name: team
-  match:
-    any:
-    - resources:
-        kinds: [Pod]
-  context:
-  - name: team
-    apiCall:
-      urlPath: "/api/v1/namespaces/{{request.namespace}}"
-      jmesPath: metadata.labels.team
-  mutate:
-    patchStrategicMerge:
-      metadata:
-        labels:
-          team: "{{ team }}"
-`)},
-		object: pod,
-		denied: "failed to apply JMESPath",
+		name:     "an apiCall whose jmesPath finds nothing in the namespace fails the rule",
+		policies: []string{namespaceTeam},
+		object:   pod,
+		denied:   "failed to apply JMESPath",
 	}, {
 		name:     "a label added by patchStrategicMerge",
 		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},

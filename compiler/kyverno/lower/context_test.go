@@ -85,3 +85,56 @@ func TestContext(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespaceEntry checks what of an apiCall entry reading the request's namespace is read, and
+// what is refused, and the version its maps need.
+func TestNamespaceEntry(t *testing.T) {
+	entry := func(jp string) kyverno.Variable {
+		return kyverno.Variable{Entry: "ns", Namespace: true, JMESPath: jp, Field: "spec.rules[0].context[0].apiCall"}
+	}
+	rule := func(vs ...kyverno.Variable) *kyverno.Rule {
+		return &kyverno.Rule{Field: "spec.rules[0]", Variables: vs}
+	}
+	recent := Scope{Features: cel.Features{TwoVar: true}}
+	for _, tc := range []struct {
+		jmesPath string
+		sc       Scope
+		want     string // a part of the lowered entry, or of the refusal
+		refused  bool
+	}{
+		{"metadata.name", Scope{}, "namespaceObject.metadata.name", false},
+		{"metadata.labels.team", recent, `namespaceObject.metadata.labels.transformMap(k, v, v)`, false},
+		{"metadata.labels.team", Scope{}, "Kubernetes 1.33", true},
+		{"metadata.annotations", recent, "namespaceObject.metadata.annotations", false},
+		{"kind", recent, "the namespace's kind is not supported", true},
+		{"metadata.managedFields", recent, "metadata.managedFields is not supported", true},
+		{"metadata", recent, "whole metadata", true},
+		{"@", recent, "the namespace's whole object", true},
+	} {
+		sc, err := Context(rule(entry(tc.jmesPath)), tc.sc)
+		switch {
+		case tc.refused && err == nil:
+			t.Errorf("%q: lowered, want a refusal with %q", tc.jmesPath, tc.want)
+		case tc.refused && !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%q: %v, want %q in it", tc.jmesPath, err, tc.want)
+		case !tc.refused && err != nil:
+			t.Errorf("%q: %v", tc.jmesPath, err)
+		case !tc.refused && !strings.Contains(cel.String(sc.Vars[0].v.e), tc.want):
+			t.Errorf("%q: %s, want %q in it", tc.jmesPath, cel.String(sc.Vars[0].v.e), tc.want)
+		}
+	}
+	// Without a jmesPath, the entry is the namespace: its variables read the parts supported.
+	sc, err := Context(rule(entry("")), recent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := variable("ns.metadata.labels.team", sc); err != nil || !strings.Contains(cel.String(v.e), "namespaceObject.metadata.labels") {
+		t.Errorf("ns.metadata.labels.team: %v %v", err, v.e)
+	}
+	if _, err := variable("ns", sc); err == nil {
+		t.Errorf("the whole namespace as a value: lowered, want a refusal")
+	}
+	if ReadsObject(sc) != "" {
+		t.Errorf("ReadsObject of a namespace entry = %q, want none", ReadsObject(sc))
+	}
+}

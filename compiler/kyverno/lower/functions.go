@@ -765,7 +765,7 @@ func itemTypes(a value) types {
 }
 
 // needs refuses name where the target's CEL lacks a library it is lowered with (want): ext.Lists
-// v3 (sort, reverse, distinct), two-variable comprehensions (transformMapEntry) and the API
+// v3 (sort, reverse, distinct), two-variable comprehensions (transformMap, transformMapEntry) and the API
 // server's semver library, which it has for new expressions from Kubernetes 1.35, 1.33 and 1.34.
 func needs(c *lowering, name string, want cel.Features) error {
 	f := c.sc.Features
@@ -773,7 +773,7 @@ func needs(c *lowering, name string, want cel.Features) error {
 	case want.Lists && !f.Lists:
 		return c.refuse("%s needs CEL's lists library (sort, reverse, distinct), which the API server has for new expressions from Kubernetes 1.35: compile for 1.35 or later (--kubernetes-version)", name)
 	case want.TwoVar && !f.TwoVar:
-		return c.refuse("%s needs CEL's two-variable comprehensions (transformMapEntry), which the API server has for new expressions from Kubernetes 1.33: compile for 1.33 or later (--kubernetes-version)", name)
+		return c.refuse("%s needs CEL's two-variable comprehensions (transformMap, transformMapEntry), which the API server has for new expressions from Kubernetes 1.33: compile for 1.33 or later (--kubernetes-version)", name)
 	case want.Semver && !f.Semver:
 		return c.refuse("%s needs the API server's semver library (semver, isSemver, compareTo), which it has for new expressions from Kubernetes 1.34: compile for 1.34 or later (--kubernetes-version)", name)
 	}

@@ -657,6 +657,9 @@ func (c *lowering) namespaceField(at virtual, name string) (value, error) {
 		// Absent from an object without any: Kyverno's JMESPath finds no value there. The
 		// API server's JSONPatch cannot write namespaceObject's own maps (its values of the
 		// Namespace's schema convert to Go maps only): a copy (transformMap) can be written.
+		if err := needs(c, "the namespace's metadata."+name, cel.Features{TwoVar: true}); err != nil {
+			return value{}, err
+		}
 		e := cel.Method(cel.Field(meta, name), "transformMap", cel.Ident("k"), cel.Ident("v"), cel.Ident("v"))
 		return value{e: dyn(e), t: tMap, missing: true, soft: cel.Cond(cel.Has(meta, name), dyn(e), cel.Null()), st: tMap | tNull,
 			sh: namespaceMetaShape.field(name)}, nil

@@ -40,6 +40,10 @@ import (
 // rule's context entries (rule, of the rule's scope) are read as they are: only those that read
 // the same for every element (the request's namespace) reach a rule with foreach.
 func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string, rule Scope) (cel.Expr, error) {
+	if !rule.Features.Flatten || !rule.Features.TwoVar {
+		// Each element's operations are a list: the loop is transformList(...).flatten().
+		return nil, errorf(field, "foreach needs CEL's lists library (flatten) and two-variable comprehensions (transformList), which the API server has for new expressions from Kubernetes 1.35: compile for 1.35 or later (--kubernetes-version)")
+	}
 	group, version, ok := strings.Cut(apiVersion, "/")
 	if !ok {
 		group, version = "", apiVersion

@@ -1,0 +1,24 @@
+package lower
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
+)
+
+// TestForEachNeedsFlatten: a foreach is lowered where the target's CEL has flatten and
+// transformList (Kubernetes 1.35), and refused with the version to compile for elsewhere.
+func TestForEachNeedsFlatten(t *testing.T) {
+	fe := kyverno.ForEach{List: "request.object.spec.containers", StrategicMerge: map[string]any{
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "{{ element.name }}", "imagePullPolicy": "Always"}}},
+	}}
+	if _, err := ForEach("v1", "Pod", fe, "foreach[0]", Scope{Features: cel.Features{TwoVar: true, Semver: true}}); err == nil || !strings.Contains(err.Error(), "Kubernetes 1.35") {
+		t.Errorf("for 1.34: %v, want a refusal naming 1.35", err)
+	}
+	e, err := ForEach("v1", "Pod", fe, "foreach[0]", Scope{Features: cel.Features{Flatten: true, Lists: true, TwoVar: true, Semver: true}})
+	if err != nil || !strings.Contains(cel.String(e), "flatten") {
+		t.Errorf("for 1.35: %v, %v", err, e)
+	}
+}

@@ -236,8 +236,8 @@ func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructur
 // kinds name obj's kind (or any kind, or Pod, which Kyverno's autogen extends to the pod
 // controllers) and which look at a label other than kubernetes.io/metadata.name, and the
 // apiCall context entries of the rules whose match names it (they read the request's
-// namespace); a namespaced Policy counts only in its own namespace. It does not evaluate the rest of a rule's match, so
-// it may name a selector that would not decide anything.
+// namespace); a namespaced Policy counts only in its own namespace. It does not evaluate the
+// rest of a rule's match, so it may name a selector or an entry that would not decide anything.
 func (k *KyvernoReference) NamespaceUses(obj *unstructured.Unstructured, _ admissionv1.Operation) ([]string, bool) {
 	var uses []string
 	for _, p := range k.policies {

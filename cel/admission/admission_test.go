@@ -693,13 +693,15 @@ func TestAdmitErrors(t *testing.T) {
 
 // BenchmarkPatchShapes compares ways of writing the same changes as
 // mutations, through the API server's plugin: many JSONPatch operations or
-// one with a larger value, and an ApplyConfiguration. The planner's choice to
-// write each change as its own operation rests on these figures
-// (bench/README.md, "Where the cost goes").
+// one with a larger value, values as typed Objects or as plain maps, and an
+// ApplyConfiguration. The planner's choices to write each change as its own
+// operation, with maps for values, rest on these figures (bench/README.md,
+// "Where the cost goes").
 func BenchmarkPatchShapes(b *testing.B) {
 	ctx := context.Background()
 	e := evaluator(b)
 	env := func(i int) string { return fmt.Sprintf(`Object.spec.containers.env{name: "E%d", value: "v"}`, i) }
+	envMap := func(i int) string { return fmt.Sprintf(`{"name": "E%d", "value": "v"}`, i) }
 	repeat := func(n int, f func(int) string) string {
 		parts := make([]string, n)
 		for i := range parts {
@@ -726,6 +728,11 @@ func BenchmarkPatchShapes(b *testing.B) {
 				return `JSONPatch{op: "add", path: "/spec/containers/0/env/-", value: ` + env(i) + `}`
 			}) + `]`)},
 		{"env-1-op-100-entries", jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/0/env", value: [` + repeat(100, env) + `]}]`)},
+		{"env-1-op-100-entries-maps", jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/0/env", value: [` + repeat(100, envMap) + `]}]`)},
+		{"env-100-ops-maps", jsonPatch(`[JSONPatch{op: "add", path: "/spec/containers/0/env", value: []}, ` +
+			repeat(100, func(i int) string {
+				return `JSONPatch{op: "add", path: "/spec/containers/0/env/-", value: ` + envMap(i) + `}`
+			}) + `]`)},
 		{"env-apply-configuration-100-entries", applyConfig(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "c", env: [` +
 			repeat(100, env) + `]}]}}`)},
 	}

@@ -365,6 +365,28 @@ func (c *Checker) CheckJSONPatch(expr string) error {
 	return nil
 }
 
+// CheckExpr checks a mutation expression that may use the variables, of a policy with
+// spec.paramKind (params) or without, JSONPatch or ApplyConfiguration (apply), remembering
+// shapes as Env.CheckJSONPatchExpr.
+func (c *Checker) CheckExpr(x Expr, apply, params bool) error {
+	o := opts
+	if params {
+		o = paramOpts
+	}
+	scope := fmt.Sprintf("%s\x00apply=%t,params=%t", c.scope, apply, params)
+	return c.env.shapes.check(scope, x, func(expr string) error {
+		var acc plugincel.ExpressionAccessor = &patch.JSONPatchCondition{Expression: expr}
+		if apply {
+			acc = &patch.ApplyConfigurationCondition{Expression: expr}
+		}
+		res := c.cc.CompileCELExpression(acc, o, environment.NewExpressions)
+		if res.Error != nil {
+			return fmt.Errorf("Kubernetes %s rejects the generated expression: %s", c.env.Version, res.Error.Detail)
+		}
+		return nil
+	})
+}
+
 // Identifiers lists the identifiers expr reads (variables of the environment, and a
 // comprehension's own), each once, in order; an expression that does not parse is an error.
 func (e *Env) Identifiers(expr string) ([]string, error) {

@@ -40,6 +40,10 @@ type Config struct {
 	// compiler. Doc is the ConfigMap, for messages.
 	MatchConditions []MatchCondition
 	Doc             *source.Document
+	// Registry are defaultRegistry and enableDefaultRegistryMutation ("key: value") where set
+	// to other than Kyverno's defaults (docker.io, true): the images variables read them, and
+	// are translated for the defaults only.
+	Registry []string
 }
 
 // ResourceFilter is one [kind,namespace,name] of resourceFilters, its kind parsed as Kyverno
@@ -94,6 +98,11 @@ func ReadConfig(d *source.Document) (*Config, []error) {
 	}
 	c := &Config{Doc: d}
 	c.Filters = parseFilters(data["resourceFilters"])
+	for _, k := range []string{"defaultRegistry", "enableDefaultRegistryMutation"} {
+		if v, ok := data[k]; ok && v != map[string]string{"defaultRegistry": "docker.io", "enableDefaultRegistryMutation": "true"}[k] {
+			c.Registry = append(c.Registry, k+": "+v)
+		}
+	}
 	c.Excluded.Names, c.Included.Names = parseExclusions(data["excludeUsernames"])
 	c.Excluded.Groups, c.Included.Groups = parseExclusions(data["excludeGroups"])
 	for _, key := range []string{"excludeRoles", "excludeClusterRoles"} {

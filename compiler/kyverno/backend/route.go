@@ -108,6 +108,7 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		notes    []diag.Note
 		pol      *emit.Policy
 		mayFail  bool
+		images   *imagesUse
 		err      error
 	}
 	results := make([]result, len(docs))
@@ -115,9 +116,19 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		r := &results[i]
 		r.p, r.problems, r.notes = kyverno.Read(docs[i])
 		if r.p != nil && len(r.problems) == 0 {
-			r.pol, r.mayFail, r.err = compilePolicy(env, r.p, cfg, opts)
+			r.pol, r.mayFail, r.images, r.err = compilePolicy(env, r.p, cfg, opts)
 		}
 	})
+	ps := make([]*kyverno.Policy, len(results))
+	uses := make([]*imagesUse, len(results))
+	for i, r := range results {
+		if ps[i] = r.p; r.err == nil && r.pol != nil {
+			uses[i] = r.images
+		}
+	}
+	for i, err := range imagesAcross(ps, uses) {
+		results[i].err = err
+	}
 	for i, d := range docs {
 		obj := d.Object
 		st := route.MutatorStatus{Mutator: obj.GetKind() + "/" + obj.GetName(), File: d.File, Line: d.Line}
@@ -217,14 +228,15 @@ func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
 
 // compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule (per
 // entry of a foreach), in order.
-func compilePolicy(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, bool, error) {
-	pol, mayFail, err := compileRules(env, p, cfg, opts)
-	return pol, mayFail > 0, err
+func compilePolicy(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, bool, *imagesUse, error) {
+	var use imagesUse
+	pol, mayFail, err := compileRules(env, p, cfg, opts, &use)
+	return pol, mayFail > 0, &use, err
 }
 
 // compileRules builds the policy and counts its rules that can fail. cfg is Kyverno's
 // configuration (nil: its defaults).
-func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, int, error) {
+func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options, use *imagesUse) (*emit.Policy, int, error) {
 	resources := emit.NewResources(opts.CRDs)
 	var muts []emit.Mutation
 	var kinds []gk
@@ -345,7 +357,10 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			if cel.IsEmpty(e) {
 				continue
 			}
-			em := emitted{kinds: rk, mayFail: mayFail > failing, e: e, rule: r, noApply: noApply}
+			em := emitted{kinds: rk, mayFail: mayFail > failing, e: e, rule: r, noApply: noApply, entry: -1}
+			if r.ForEach != nil {
+				em.entry = n
+			}
 			if n == 0 && apply != nil {
 				em.apply = cel.GuardedObject(guard, cel.GuardedObject(pre, apply))
 			}
@@ -358,6 +373,22 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	}
 	if installed.guard == cel.False {
 		return nil, 0, leftOut("Kyverno's configuration (its resource filters or excluded users) skips every request its rules match")
+	}
+	if err := imagesBefore(p, cfg, rules, opts, use); err != nil {
+		return nil, 0, err
+	}
+	// Reads of Kyverno's images read a policy variable that parses the images.
+	var vars []emit.Variable
+	var checker *cel.Checker
+	if slices.ContainsFunc(rules, func(m emitted) bool { return readsImages(m.e) || (m.apply != nil && readsImages(m.apply)) }) {
+		s, err := env.Print(lower.Images())
+		if err == nil {
+			checker, err = env.WithVariables([]cel.Variable{{Name: lower.ImagesVariable, Expression: s}})
+		}
+		if err != nil {
+			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that parses the images does not check: %v", err))
+		}
+		vars = append(vars, emit.Variable{Name: lower.ImagesVariable, Expression: s})
 	}
 	for _, step := range steps(rules) {
 		e, parts := step.expr()
@@ -380,6 +411,10 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 				check = env.CheckApplyConfigurationWithParamsExpr
 			}
 			guard = cel.GuardedObject
+		}
+		if checker != nil {
+			apply := patchType == admissionregistrationv1.PatchTypeApplyConfiguration
+			check = func(x cel.Expr) error { return checker.CheckExpr(x, apply, p.ConfigMap != nil) }
 		}
 		if installed.guard != cel.True {
 			e = guard(installed.guard, e)
@@ -454,7 +489,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	}
 	eo := emit.Options{FailurePolicy: fp, Resources: resources, Reinvocation: opts.Reinvocation, NamePrefix: opts.NamePrefix}
 	spec := emit.Spec{Name: policyName(p), Sources: []emit.Source{{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}},
-		Rules: resourceRules(kinds, resources), Conditions: conds, Mutations: muts, Param: param}
+		Rules: resourceRules(kinds, resources), Conditions: conds, Variables: vars, Mutations: muts, Param: param}
 	if cfg != nil {
 		spec.NamespaceSelector, spec.ObjectSelector = cfg.NamespaceSelector, cfg.ObjectSelector
 	}
@@ -463,6 +498,11 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		pol.Contents = contents
 	}
 	return pol, mayFail, err
+}
+
+// readsImages: does e read the policy variable of Kyverno's images?
+func readsImages(e cel.Expr) bool {
+	return slices.ContainsFunc(cel.Reads(e, "variables"), func(p []string) bool { return len(p) > 0 && p[0] == lower.ImagesVariable })
 }
 
 // leftOut is why a policy is left out, not compiled nor refused.
@@ -1059,6 +1099,7 @@ type emitted struct {
 	rule    *kyverno.Rule
 	apply   cel.Expr
 	noApply string
+	entry   int // the foreach entry (-1: a rule without foreach)
 }
 
 // step is one mutation: rules for disjoint kinds, at most one of which runs on an object, each

@@ -39,6 +39,8 @@ const (
 	vConfigMap // a configMap context entry: {"data": ..., "metadata": ...}
 	vNamespace // the request's Namespace object, from an apiCall context entry
 	vNamespaceMeta
+	vImages    // Kyverno's images variable
+	vImageList // images.<list>; e is the list's name, a CEL string
 )
 
 // value is a JMESPath expression lowered.
@@ -71,6 +73,9 @@ type value struct {
 	// truth and its comparison with a string without U+FFFD are exact; Kyverno's functions, which
 	// work on its bytes, are not lowered on it.
 	lossy bool
+
+	// imageInfo: an entry of Kyverno's images variable (see images), whose fields are strings.
+	imageInfo bool
 }
 
 // found is a value Kyverno always finds.
@@ -96,6 +101,10 @@ type lowering struct {
 	src string // the variable's text, for messages
 	sc  Scope
 	n   int // names bound so far
+	// inner are the variables written inside this one's text, whose values Kyverno splices
+	// into it: the text names the k-th as the field "\x00k" (spliced inside quotes) or
+	// "\x01k" (spliced bare).
+	inner []value
 
 	// unorderedNext: the next call lowered is keys or values whose result is read where the
 	// order of its items changes nothing: the whole variable, keys(path) or path.keys(@), read
@@ -142,6 +151,10 @@ func (c *lowering) virtName(v virtual) string {
 		return "the namespace's whole object (an apiCall context entry)"
 	case vNamespaceMeta:
 		return "the namespace's whole metadata (an apiCall context entry)"
+	case vImages:
+		return "images as a whole"
+	case vImageList:
+		return "a list of images as a whole"
 	}
 	return "request.kind"
 }
@@ -164,8 +177,15 @@ func (c *lowering) bind(x cel.Expr, simple bool, body func(cel.Expr) cel.Expr) c
 }
 
 // variable lowers a variable's JMESPath (the text between {{ and }}, trimmed).
-func variable(s string, sc Scope) (value, error) {
-	c := &lowering{src: s, sc: sc}
+func variable(s string, sc Scope) (value, error) { return variableIn(s, sc, nil, s) }
+
+// variableIn lowers a variable's JMESPath with the values of the variables written inside its
+// text (see lowering.inner); src is the text as written.
+func variableIn(s string, sc Scope, inner []value, src string) (value, error) {
+	if src == "" {
+		src = s
+	}
+	c := &lowering{src: src, sc: sc, inner: inner}
 	if s == "@" {
 		return value{}, c.refuse("{{@}} (Kyverno's name for the patched field's own value in the object) is not supported yet")
 	}
@@ -534,6 +554,18 @@ func (c *lowering) field(cur value, name string) (value, error) {
 		return c.configMapField(name)
 	case vNamespace, vNamespaceMeta:
 		return c.namespaceField(cur.virt, name)
+	case vImages:
+		if !slices.Contains(imageLists, name) {
+			return value{}, c.refuse("Kyverno's images has only %s: it finds no %s and fails the rule", strings.Join(imageLists, ", "), name)
+		}
+		return value{virt: vImageList, e: cel.Str(name)}, nil
+	case vImageList:
+		list, _ := cel.StrValue(cur.e)
+		key, err := c.fieldName(name, true)
+		if err != nil {
+			return value{}, err
+		}
+		return c.images(list, key)
 	case vKind:
 		switch name {
 		case "group", "version", "kind":
@@ -543,6 +575,12 @@ func (c *lowering) field(cur value, name string) (value, error) {
 			return v, nil
 		}
 		return value{}, c.refuse("request.kind.%s is not supported", name)
+	}
+	if _, err := c.fieldName(name, false); err != nil {
+		return value{}, err
+	}
+	if cur.imageInfo {
+		return c.imageField(cur, name)
 	}
 	return c.step(cur, name), nil
 }
@@ -577,7 +615,7 @@ func (c *lowering) root(name string) (value, error) {
 		}
 	}
 	if name == "images" {
-		return value{}, c.refuse("%s is not supported yet: Kyverno computes it once per webhook call from the object as it reaches the policy (a later mutation sees the object as earlier ones left it), parses each image with distribution/reference's grammar and checks, and fails every images variable when one image does not parse", name)
+		return value{virt: vImages}, nil
 	}
 	if n, ok := nth("elementIndex"); ok {
 		if n < 0 {

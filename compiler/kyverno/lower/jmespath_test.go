@@ -84,7 +84,7 @@ func TestVariable(t *testing.T) {
 		{v: "request.object.spec.replicas > `1`", err: "the comparisons <, <=, > and >= are not supported"},
 		{v: "request.object.spec.replicas == `1`", err: "== and != are supported when one side is a string"},
 		{v: "request.uid", err: "request.uid is not supported yet"},
-		{v: "images.containers", err: "images is not supported yet"},
+		{v: "images.containers", err: "a list of images as a whole is not supported as a value"},
 		{v: "element1.name", err: "outside a foreach loop of that depth"},
 		{v: "@", err: "{{@}}"},
 		{v: "- request.object.metadata.name", err: "shallow substitution"},

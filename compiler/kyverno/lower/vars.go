@@ -76,23 +76,30 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 			if strings.Contains(x, `\{{`) {
 				return nil, errorf(field, "%q escapes a variable (\\{{): not supported yet", x)
 			}
-			// Kyverno substitutes the variables it finds, then looks for variables again in
-			// the text that makes (pkg/engine/variables: substituteVariablesIfAny): a variable
-			// written inside another one's text, '{{element.image}}' in
-			// {{ f('{{element.image}}') }}, has its value spliced into the outer one's JMESPath.
-			if variableRe.MatchString(variableRe.ReplaceAllLiteralString(x, "\x00")) {
-				return nil, errorf(field, "%q has a variable inside another one: Kyverno splices the inner one's value into the outer one's JMESPath text before evaluating it, which is not supported: write the inner variable's expression in place of its quoted text (element.image for '{{element.image}}')", x)
+			vs, err := splices(x)
+			if err != nil {
+				return nil, errorf(field, "%v", err)
 			}
 			var parts []cel.Expr
 			at := 0
-			for _, l := range locs {
-				v, err := variable(strings.TrimSpace(x[l[0]+2:l[1]-2]), sc)
+			for _, sv := range vs {
+				l := sv.loc
+				var inner []value
+				for _, text := range sv.inner {
+					iv, err := variable(text, sc)
+					if err != nil {
+						return nil, errorf(field, "%v", err)
+					}
+					all = append(all, iv.e)
+					inner = append(inner, iv)
+				}
+				v, err := variableIn(sv.text, sc, inner, sv.orig)
 				if err != nil {
 					return nil, errorf(field, "%v", err)
 				}
 				all = append(all, v.e)
 				lossy = lossy || v.lossy
-				if len(locs) == 1 && l[0] == 0 && l[1] == len(x) {
+				if len(vs) == 1 && l[0] == 0 && l[1] == len(x) {
 					if !null && v.t&tNull != 0 {
 						return nil, errorf(field, "the variable %s can be null, which Kyverno's patch reads as removing the field: not supported yet (give a default with ||)", x)
 					}
@@ -181,6 +188,97 @@ func Variable(s string, sc Scope) (cel.Expr, error) {
 		return nil, err
 	}
 	return v.e, nil
+}
+
+// spliced is a variable of a string: where it is, its JMESPath (trimmed), and the variables
+// written inside its text (trimmed), which its JMESPath names as fields (see lowering.inner).
+type spliced struct {
+	loc   []int
+	text  string
+	inner []string
+	orig  string // the text as written, for messages
+}
+
+// splices finds the variables of x. Kyverno substitutes the variables it finds, then looks for
+// variables again in the text that makes (pkg/engine/variables: substituteVariablesIfAny): a
+// variable written inside another one's text has its value spliced into the outer one's
+// JMESPath. Supported there: a variable that is a field name, quoted ("{{element.name}}") or
+// bare (.{{element.name}}.), one level deep.
+func splices(x string) ([]spliced, error) {
+	locs := variableRe.FindAllStringIndex(x, -1)
+	// marked is x with each variable found first as one \x00 byte; orig maps its bytes back.
+	var marked strings.Builder
+	var orig []int
+	at := 0
+	for _, l := range locs {
+		for i := at; i < l[0]; i++ {
+			marked.WriteByte(x[i])
+			orig = append(orig, i)
+		}
+		marked.WriteByte(0)
+		orig = append(orig, l[0])
+		at = l[1]
+	}
+	for i := at; i < len(x); i++ {
+		marked.WriteByte(x[i])
+		orig = append(orig, i)
+	}
+	orig = append(orig, len(x))
+	m := marked.String()
+	outer := variableRe.FindAllStringIndex(m, -1)
+	if len(outer) == 0 {
+		out := make([]spliced, len(locs))
+		for i, l := range locs {
+			out[i] = spliced{loc: l, text: strings.TrimSpace(x[l[0]+2 : l[1]-2])}
+		}
+		return out, nil
+	}
+	if variableRe.MatchString(variableRe.ReplaceAllLiteralString(m, "\x00")) {
+		return nil, fmt.Errorf("%q has variables nested more than one deep: not supported", x)
+	}
+	var out []spliced
+	k, o := 0, 0 // the next variable found first, the next outer one
+	for i := 0; i < len(m); i++ {
+		if o < len(outer) && i == outer[o][0] {
+			ol := outer[o]
+			var text strings.Builder
+			var inner []string
+			for j := ol[0] + 2; j < ol[1]-2; j++ {
+				if m[j] != 0 {
+					text.WriteByte(m[j])
+					continue
+				}
+				quoted := j > ol[0]+2 && m[j-1] == '"' && m[j+1] == '"'
+				bare := m[j-1] == '.' && (m[j+1] == '.' || m[j+1] == '[' || j+1 == ol[1]-2 || m[j+1] == ' ')
+				if !quoted && !bare {
+					return nil, fmt.Errorf("%q has a variable inside another one's text, which Kyverno splices into that text before evaluating it: supported only as a field name (\"{{element.name}}\" or .{{element.name}}.); write the inner variable's expression in place of its quoted text (element.image for '{{element.image}}')", x)
+				}
+				l := locs[k]
+				k++
+				inner = append(inner, strings.TrimSpace(x[l[0]+2:l[1]-2]))
+				mark := "\\u0001"
+				if quoted {
+					mark = "\\u0000"
+					s := text.String()
+					text.Reset()
+					text.WriteString(s[:len(s)-1]) // the quote, written again below
+					j++                            // past the closing quote
+				}
+				fmt.Fprintf(&text, `"%s%d"`, mark, len(inner)-1)
+			}
+			start, end := orig[ol[0]], orig[ol[1]-1]+1
+			out = append(out, spliced{loc: []int{start, end}, text: strings.TrimSpace(text.String()), inner: inner, orig: strings.TrimSpace(x[start+2 : end-2])})
+			i = ol[1] - 1
+			o++
+			continue
+		}
+		if m[i] == 0 {
+			l := locs[k]
+			k++
+			out = append(out, spliced{loc: l, text: strings.TrimSpace(x[l[0]+2 : l[1]-2])})
+		}
+	}
+	return out, nil
 }
 
 // asText is a variable's value inside a string: Kyverno writes a string as it is and any other

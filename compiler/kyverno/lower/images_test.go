@@ -1,0 +1,43 @@
+package lower
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSplices: a variable written inside another one becomes a field the outer one's JMESPath
+// names, quoted or bare; elsewhere it is refused; variables side by side stay apart.
+func TestSplices(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		texts []string // each variable's JMESPath
+		inner [][]string
+		err   string
+	}{
+		{in: "a{{ x }}b{{y}}", texts: []string{"x", "y"}, inner: [][]string{nil, nil}},
+		{in: `{{ images.containers."{{ element.name }}".tag }}`, texts: []string{`images.containers."\u00000".tag`}, inner: [][]string{{"element.name"}}},
+		{in: `r/{{images.containers.{{element.name}}.path}}:{{ x }}`, texts: []string{`images.containers."\u00010".path`, "x"}, inner: [][]string{{"element.name"}, nil}},
+		{in: `{{ f('{{element.image}}') }}`, err: "supported only as a field name"},
+		{in: `{{ a.{{ b.{{c}} }} }}`, err: "nested more than one deep"},
+	} {
+		got, err := splices(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want an error with %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.texts) {
+			t.Errorf("%s: %v, %v", tc.in, got, err)
+			continue
+		}
+		for i, s := range got {
+			if s.text != tc.texts[i] || strings.Join(s.inner, ",") != strings.Join(tc.inner[i], ",") {
+				t.Errorf("%s: variable %d is %q with %q, want %q with %q", tc.in, i, s.text, s.inner, tc.texts[i], tc.inner[i])
+			}
+			if tc.in[s.loc[0]:s.loc[0]+2] != "{{" || tc.in[s.loc[1]-2:s.loc[1]] != "}}" {
+				t.Errorf("%s: variable %d at %v", tc.in, i, s.loc)
+			}
+		}
+	}
+}

@@ -68,8 +68,8 @@ var podSpecKinds = []struct {
 
 // ImagesVariable is the policy variable (spec.variables) the lowered reads of images read:
 // {list: [{"name": ..., "info": entry}, ...]} for the containers with an image that is not
-// blank, failing where Kyverno's images fails as a whole (another kind, an image that does not
-// parse). A variable is evaluated when first read, as Kyverno loads images when a variable first
+// blank (no containers for other kinds), failing where an image does not parse, as Kyverno's
+// loading of images does. A variable is evaluated when first read, as Kyverno loads images when a variable first
 // names it.
 const ImagesVariable = "images"
 
@@ -106,7 +106,7 @@ func Images() cel.Expr {
 			prefix := cel.Str("/" + strings.Join(pk.path, "/") + "/" + l + "/")
 			ptr = cel.Cond(isKind(pk.kinds), cel.Bin("+", cel.Bin("+", prefix, cel.Call("string", idx)), cel.Str("/image")), ptr)
 		}
-		items := cel.Method(cel.OptIndex(dyn(cel.Method(cel.Ident(specName), "value")), cel.Str(l)), "orValue", cel.List())
+		items := cel.Method(cel.OptIndex(dyn(cel.Method(cel.Ident(specName), "orValue", cel.Map(nil, nil))), cel.Str(l)), "orValue", cel.List())
 		// Kyverno skips a blank image (strings.TrimSpace; CEL's trim cuts the same Unicode
 		// white space).
 		keys = append(keys, cel.Str(l))
@@ -117,10 +117,8 @@ func Images() cel.Expr {
 	// Every image of every list parses, or every images variable fails.
 	valid := cel.Method(lists, "all", k, cel.Method(cel.Index(lists, k), "all", en, cel.Bin("!=", cel.Index(en, cel.Str("info")), cel.Null())))
 	return cel.Let(specName, spec,
-		cel.Cond(cel.Method(cel.Ident(specName), "hasValue"),
-			cel.Let(listsName, cel.Map(keys, vals),
-				cel.Cond(valid, dyn(lists), fail("an image does not parse: Kyverno fails every images variable"))),
-			fail("Kyverno has images only for Pods and the Pod templates of DaemonSets, Deployments, Jobs, CronJobs, ReplicaSets, ReplicationControllers and StatefulSets")))
+		cel.Let(listsName, cel.Map(keys, vals),
+			cel.Cond(valid, dyn(lists), fail("an image does not parse: Kyverno fails every images variable"))))
 }
 
 // images is images.<list>.<name>: the entry of the last container of the list named name (a CEL
@@ -130,11 +128,21 @@ func (c *lowering) images(list string, name cel.Expr) (value, error) {
 		return value{}, err
 	}
 	en, m := c.fresh(), c.name()
-	matched := cel.Method(cel.Index(cel.VarRef(ImagesVariable), cel.Str(list)), "filter", en, cel.Bin("==", cel.Index(en, cel.Str("name")), dyn(name)))
-	e := cel.Let(m, matched, cel.Cond(cel.Bin("==", cel.Call("size", cel.Ident(m)), cel.Int(0)),
-		fail(fmt.Sprintf("images.%s has no container of that name with an image", list)),
-		dyn(cel.Index(cel.Index(cel.Ident(m), cel.Bin("-", cel.Call("size", cel.Ident(m)), cel.Int(1))), cel.Str("info")))))
-	v := found(e, tMap, false)
+	_, literal := cel.StrValue(name)
+	// The name is evaluated first: where it fails (a spliced name that does not parse), the
+	// variable fails, containers or none.
+	lookup := func(none cel.Expr) cel.Expr {
+		return c.bind(name, literal, func(name cel.Expr) cel.Expr {
+			matched := cel.Method(cel.Index(cel.VarRef(ImagesVariable), cel.Str(list)), "filter", en, cel.Bin("==", cel.Index(en, cel.Str("name")), dyn(name)))
+			return cel.Let(m, matched, cel.Cond(cel.Bin("==", cel.Call("size", cel.Ident(m)), cel.Int(0)), none,
+				dyn(cel.Index(cel.Index(cel.Ident(m), cel.Bin("-", cel.Call("size", cel.Ident(m)), cel.Int(1))), cel.Str("info")))))
+		})
+	}
+	// No such container (or list, or images at all, for another kind or without images) is a
+	// missing field to Kyverno's JMESPath, which || and the like read as null; an image that
+	// does not parse fails the variable itself.
+	v := found(lookup(fail(fmt.Sprintf("images.%s has no container of that name with an image", list))), tMap, false)
+	v.missing, v.soft, v.st = true, lookup(cel.Null()), tMap|tNull
 	v.imageInfo = true
 	return v, nil
 }
@@ -228,12 +236,13 @@ func (c *lowering) imageField(cur value, name string) (value, error) {
 		return value{}, c.refuse("an image's entry in Kyverno's images has only %s: it finds no %s and fails the rule", strings.Join(imageFields, ", "), name)
 	}
 	out := c.step(cur, name)
-	out.t, out.ascii = tStr, true // the grammar's characters
+	out.t, out.st, out.ascii = tStr, tStr|tNull, true // the grammar's characters
 	switch name {
 	case "registry", "tag", "digest":
-		out.st = tStr | tNull
 	default:
-		out.missing, out.soft, out.st, out.opt = false, out.e, tStr, nil
+		if !cur.missing { // always there
+			out.missing, out.soft, out.st, out.opt = false, out.e, tStr, nil
+		}
 	}
 	return out, nil
 }

@@ -16,9 +16,11 @@ import (
 // lower.Images). The two agree where nothing that can run before a mutation reading images can
 // change a container list: no earlier rule or foreach entry of its policy (every rule of it,
 // when the policies are reinvoked), and no rule of another compiled policy, which the API server
-// can run first. A rule that can change a list is one whose patches (its foreach entries'
-// included) write in a container list or above one (containers, initContainers,
-// ephemeralContainers of a Pod or a Pod template), or at a path with a variable in it.
+// can run first. A rule that can change the images is one whose patches (its foreach entries'
+// included) write a container's image or name, a whole container, a container list
+// (containers, initContainers, ephemeralContainers of a Pod or a Pod template) or what holds
+// one, or at a path a variable names. Other fields of the containers (imagePullPolicy under a
+// condition on the image, resources, env) change nothing of them.
 
 // imagesUse is what a compiled policy reads of images and changes of the container lists.
 type imagesUse struct {
@@ -57,7 +59,7 @@ func imagesBefore(p *kyverno.Policy, cfg *kyverno.Config, rules []emitted, opts 
 				case j > i:
 					what += " (the policies are reinvoked: it can run before)"
 				}
-				return problem(p, m.rule, "", fmt.Errorf("reads images after %s can change a container list: Kyverno's images are those of the object the request brings, a MutatingAdmissionPolicy sees the object as earlier mutations left it; not supported", what))
+				return problem(p, m.rule, "", fmt.Errorf("reads images after %s can change the containers' images: Kyverno's images are those of the object the request brings, a MutatingAdmissionPolicy sees the object as earlier mutations left it; not supported", what))
 			}
 		}
 	}
@@ -65,7 +67,7 @@ func imagesBefore(p *kyverno.Policy, cfg *kyverno.Config, rules []emitted, opts 
 }
 
 // imagesAcross is, for each policy (by index) that reads images beside another compiled policy
-// that can change a container list of the same kinds, why it is refused: the API server can run
+// that can change the containers' images of the same kinds, why it is refused: the API server can run
 // that policy first. uses are the compiled policies' (nil: not compiled).
 func imagesAcross(ps []*kyverno.Policy, uses []*imagesUse) map[int]error {
 	out := map[int]error{}
@@ -80,7 +82,7 @@ func imagesAcross(ps []*kyverno.Policy, uses []*imagesUse) map[int]error {
 				}
 				for _, c := range w.Changes {
 					if overlap(r.kinds, c.kinds) {
-						out[i] = problem(ps[i], r.rule, "", fmt.Errorf("reads images, and the rule %s of %s can change a container list of the same kinds: Kyverno's images are those of the object the request brings, while the API server can run that policy first; not supported", c.rule.Name, ps[j].Object()))
+						out[i] = problem(ps[i], r.rule, "", fmt.Errorf("reads images, and the rule %s of %s can change the containers' images of the same kinds: Kyverno's images are those of the object the request brings, while the API server can run that policy first; not supported", c.rule.Name, ps[j].Object()))
 						break
 					}
 				}
@@ -111,15 +113,20 @@ func entryChangesContainers(fe kyverno.ForEach) bool {
 	return false
 }
 
-// isContainerPath: is path (field names) in or above a container list, or unknown (a variable)?
-func isContainerPath(path []string) bool {
+// listAt says where path (field names) stands to the container lists: above one or on one
+// (above), inside one (in, with the rest of path below the list), or elsewhere.
+func listAt(path []string) (above, in bool, rest []string) {
 	for _, c := range containerPaths {
 		n := min(len(path), len(c))
-		if slices.Equal(path[:n], c[:n]) {
-			return true
+		if !slices.Equal(path[:n], c[:n]) {
+			continue
 		}
+		if len(path) <= len(c) {
+			return true, false, nil
+		}
+		return false, true, path[len(c):]
 	}
-	return slices.ContainsFunc(path, func(f string) bool { return strings.Contains(f, "ontainers") || strings.Contains(f, "{{") })
+	return false, false, nil
 }
 
 // containerPaths are where Kyverno's images read container lists.
@@ -133,20 +140,49 @@ var containerPaths = func() [][]string {
 	return out
 }()
 
-// smpChangesContainers: does a strategic merge patch write in or above a container list? Keys
-// are read without their anchors; a directive ($patch, $setElementOrder/...) above a list counts
-// as a write.
+// writesImage: can a strategic merge item of a container list (its fields) change the images?
+// Only its image, or a directive, can: the name is the merge key, and a container without an
+// image added by the merge has no entry in Kyverno's images. Condition anchors read.
+func writesImage(item any) bool {
+	m, ok := item.(map[string]any)
+	if !ok {
+		return true
+	}
+	for k := range m {
+		key := strings.TrimSuffix(strings.TrimLeft(k, "+<("), ")")
+		switch {
+		case k == "name", k == "(image)", k == "<(image)":
+		case strings.HasPrefix(k, "$"), strings.Contains(k, "{{"), key == "name", key == "image":
+			return true
+		}
+	}
+	return false
+}
+
+// smpChangesContainers: can a strategic merge patch change the images (see writesImage), or
+// replace a container list or what holds one? Directives above a list count as such.
 func smpChangesContainers(patch map[string]any, at []string) bool {
 	for k, v := range patch {
-		key := strings.TrimSuffix(strings.TrimLeft(k, "+<(=X^"), ")")
-		if strings.HasPrefix(key, "$") {
-			if isContainerPath(at) {
+		if strings.HasPrefix(k, "$") {
+			if above, _, _ := listAt(at); above || len(at) == 0 {
 				return true
 			}
 			continue
 		}
+		if strings.Contains(k, "{{") {
+			return true
+		}
+		key := strings.TrimSuffix(strings.TrimLeft(k, "+<("), ")")
 		path := append(slices.Clone(at), key)
-		if !isContainerPath(path) {
+		above, _, _ := listAt(path)
+		if !above {
+			continue
+		}
+		if isList(path) {
+			items, ok := v.([]any)
+			if !ok || slices.ContainsFunc(items, writesImage) {
+				return true
+			}
 			continue
 		}
 		sub, ok := v.(map[string]any)
@@ -157,7 +193,13 @@ func smpChangesContainers(patch map[string]any, at []string) bool {
 	return false
 }
 
-// opsChangeContainers: does a JSON patch write in or above a container list?
+// isList: is path a container list?
+func isList(path []string) bool {
+	return slices.ContainsFunc(containerPaths, func(c []string) bool { return slices.Equal(c, path) })
+}
+
+// opsChangeContainers: can a JSON patch change the images: write a list or above it, a whole
+// container, or a container's image or name (or a field a variable names)?
 func opsChangeContainers(ops []kyverno.Op) bool {
 	for _, op := range ops {
 		var path []string
@@ -166,7 +208,11 @@ func opsChangeContainers(ops []kyverno.Op) bool {
 				path = append(path, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
 			}
 		}
-		if isContainerPath(path) {
+		above, in, rest := listAt(path)
+		if !above && !in && slices.ContainsFunc(path, func(t string) bool { return strings.Contains(t, "{{") }) {
+			return true // a variable may name the way to a list
+		}
+		if above || in && (len(rest) < 2 || rest[1] == "image" || rest[1] == "name" || strings.Contains(rest[1], "{{")) {
 			return true
 		}
 	}

@@ -60,6 +60,35 @@ func TestImagesAcrossPolicies(t *testing.T) {
 		{"a strategic merge of containers", imagesPolicy("writer", "Pod", setsImage), true},
 		{"a JSON patch of a container", imagesPolicy("writer", "Pod", patchesImage), true},
 		{"labels only", imagesPolicy("writer", "Pod", setsLabel), false},
+		{"a sidecar with an image", imagesPolicy("writer", "Pod", `      patchStrategicMerge:
+        spec:
+          containers:
+          - name: log-shipper
+            image: registry.example/log-shipper:2.4`), true},
+		{"a pull policy under a condition on the image", imagesPolicy("writer", "Pod", `      patchStrategicMerge:
+        spec:
+          containers:
+          - (image): "*:latest"
+            imagePullPolicy: Always`), false},
+		{"a JSON patch of each container's resources", imagesPolicy("writer", "Pod", `      foreach:
+      - list: request.object.spec.containers
+        patchesJson6902: |-
+          - op: add
+            path: /spec/containers/{{elementIndex}}/resources
+            value: {}`), false},
+		{"a JSON patch of the whole spec", imagesPolicy("writer", "Pod", `      patchesJson6902: |-
+        - op: add
+          path: /spec/priorityClassName
+          value: high
+        - op: replace
+          path: /spec
+          value: {}`), true},
+		{"a foreach setting each image", imagesPolicy("writer", "Pod", `      foreach:
+      - list: request.object.spec.containers
+        patchesJson6902: |-
+          - op: replace
+            path: /spec/containers/{{elementIndex}}/image
+            value: nginx`), true},
 		{"containers of other kinds", imagesPolicy("writer", "Deployment", `      patchStrategicMerge:
         spec:
           template:

@@ -20,7 +20,7 @@ import (
 
 // imagesPolicy writes every field of the images of the containers app (in containers) and init
 // (in initContainers) into annotations: what Kyverno's GetImageInfo makes of an image, or the
-// rule's failure where one image does not parse.
+// rule's failure where one image does not parse; and image_normalize of the annotation image.
 const imagesPolicy = `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata:
@@ -47,6 +47,25 @@ spec:
             referenceWithTag: "{{ images.containers.app.referenceWithTag }}"
             jsonPointer: "{{ images.containers.app.jsonPointer }}"
             init: "{{ images.initContainers.\"{{ request.object.metadata.labels.init || 'none' }}\".reference || '-' }}"
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: image-normalize
+  annotations:
+    pod-policies.kyverno.io/autogen-controllers: none
+spec:
+  rules:
+  - name: normalize
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          annotations:
+            normalized: "{{ image_normalize(request.object.metadata.annotations.image) }}"
 `
 
 // TestKyvernoImages admits Pods whose images are made of random parts of distribution/
@@ -68,7 +87,7 @@ func TestKyvernoImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := compiler.Compile(docs, compiler.Options{})
-	if len(out.Problems) > 0 || len(out.Policies) != 1 {
+	if len(out.Problems) > 0 || len(out.Policies) != 2 {
 		t.Fatalf("compile: %v", out.Problems)
 	}
 	var pols []*unstructured.Unstructured
@@ -138,15 +157,17 @@ func TestKyvernoImages(t *testing.T) {
 			labels["init"] = pick("init", "other", "in\"it")
 		}
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": fmt.Sprintf("p%d", i), "namespace": "default", "labels": labels}, "spec": spec}}
+			"metadata": map[string]any{"name": fmt.Sprintf("p%d", i), "namespace": "default", "labels": labels,
+				"annotations": map[string]any{"image": image()}}, "spec": spec}}
 		res := v.Check(context.Background(), Case{Object: obj})
 		if !res.Pass {
 			failed++
 			t.Errorf("%s\nobject:\n%s", Report([]Result{res}), yamlOf(obj))
 		}
-		if res.Want != nil && res.Want.GetAnnotations()["path"] != "" {
+		switch {
+		case res.Want != nil && res.Want.GetAnnotations()["path"] != "":
 			parsed++
-		} else if res.WantErr != "" {
+		case res.WantErr != "":
 			denied++
 		}
 	}

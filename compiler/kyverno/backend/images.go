@@ -35,16 +35,13 @@ type kindedRule struct {
 
 // imagesBefore refuses the policy's rules reading images after something of the policy that can
 // change a container list, and records its readers and changers in use.
-func imagesBefore(p *kyverno.Policy, cfg *kyverno.Config, rules []emitted, opts route.Options, use *imagesUse) error {
+func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *imagesUse) error {
 	for i, m := range rules {
 		if changesContainers(m) {
 			use.Changes = append(use.Changes, kindedRule{m.rule, m.kinds})
 		}
 		if !readsImages(m.e) && (m.apply == nil || !readsImages(m.apply)) {
 			continue
-		}
-		if cfg != nil && len(cfg.Registry) > 0 {
-			return problem(p, m.rule, "", fmt.Errorf("reads images, and Kyverno's configuration sets %s: the images variables are translated for Kyverno's default registry settings only (defaultRegistry docker.io, enableDefaultRegistryMutation true)", strings.Join(cfg.Registry, ", ")))
 		}
 		use.Reads = append(use.Reads, kindedRule{m.rule, m.kinds})
 		for j, w := range rules {

@@ -257,7 +257,11 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
 		}
-		sc, err := lower.Context(r, lower.Scope{Object: objectShape(rk), Features: env.Features()})
+		sc := lower.Scope{Object: objectShape(rk), Features: env.Features()}
+		if cfg != nil {
+			sc.Registry = cfg.Registry
+		}
+		sc, err = lower.Context(r, sc)
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
 		}
@@ -374,7 +378,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if installed.guard == cel.False {
 		return nil, 0, leftOut("Kyverno's configuration (its resource filters or excluded users) skips every request its rules match")
 	}
-	if err := imagesBefore(p, cfg, rules, opts, use); err != nil {
+	if err := imagesBefore(p, rules, opts, use); err != nil {
 		return nil, 0, err
 	}
 	// Reads of Kyverno's images read a policy variable that parses the images.

@@ -58,6 +58,7 @@ var functions = map[string]function{
 	"merge":                     {-1, merge},
 	"object_from_lists":         {2, objectFromLists},
 	"semver_compare":            {2, semverCompare},
+	"image_normalize":           {1, imageNormalize},
 }
 
 // notLowered says why a function of Kyverno's JMESPath is not lowered.
@@ -72,7 +73,6 @@ var notLowered = map[string]string{
 	"parse_json":        "the API server's CEL cannot parse JSON",
 	"parse_yaml":        "the API server's CEL cannot parse YAML",
 	"path_canonicalize": "the API server's CEL has no counterpart of Go's filepath.Clean",
-	"image_normalize":   "it applies Kyverno's configured default registry",
 	"is_external_url":   "it resolves host names",
 	"random":            "its result is random",
 	"time_now":          "its result depends on when the rule runs",

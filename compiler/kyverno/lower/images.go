@@ -127,6 +127,9 @@ func (c *lowering) images(list string, name cel.Expr) (value, error) {
 	if err := needs(c, "images", cel.Features{TwoVar: true}); err != nil {
 		return value{}, err
 	}
+	if err := c.defaultRegistry("images"); err != nil {
+		return value{}, err
+	}
 	en, m := c.fresh(), c.name()
 	_, literal := cel.StrValue(name)
 	// The name is evaluated first: where it fails (a spliced name that does not parse), the
@@ -170,7 +173,7 @@ func (c *lowering) imageInfo(img, ptr cel.Expr) cel.Expr {
 	idx := func(s cel.Expr, of string) cel.Expr { return cel.Method(s, "indexOf", str(of)) }
 	nonEmpty := func(x cel.Expr) cel.Expr { return cel.Bin("!=", x, str("")) }
 	optIf := func(x cel.Expr) cel.Expr {
-		return cel.Cond(nonEmpty(x), cel.Call("optional.of", x), cel.Call("optional.none"))
+		return cel.Cond(nonEmpty(x), cel.Call("optional.of", dyn(x)), cel.Call("optional.none"))
 	}
 	n := func() string { return c.name() }
 	imgN, first0, full, at, digest, rest, slash, tail, colon, tag, nm, first, reg, path, tagD, u :=
@@ -198,13 +201,13 @@ func (c *lowering) imageInfo(img, ptr cel.Expr) cel.Expr {
 		[]cel.Expr{str("registry"), str("name"), str("path"), str("tag"), str("digest"), str("reference"), str("referenceWithTag"), str("jsonPointer")},
 		[]cel.Expr{
 			optIf(cel.Cond(us, sub(pathV, cel.Int(0), idx(pathV, "/")), regV)),
-			sub(pathV, cel.Bin("+", cel.Method(pathV, "lastIndexOf", str("/")), cel.Int(1))),
-			cel.Cond(us, sub(pathV, cel.Bin("+", idx(pathV, "/"), cel.Int(1))), pathV),
+			dyn(sub(pathV, cel.Bin("+", cel.Method(pathV, "lastIndexOf", str("/")), cel.Int(1)))),
+			dyn(cel.Cond(us, sub(pathV, cel.Bin("+", idx(pathV, "/"), cel.Int(1))), pathV)),
 			optIf(tagV),
 			optIf(dgV),
-			plus(withReg(pathV), cel.Cond(nonEmpty(dgV), plus(str("@"), dgV), plus(str(":"), tagV))),
-			plus(withReg(pathV), str(":"), tagV),
-			ptr,
+			dyn(plus(withReg(pathV), cel.Cond(nonEmpty(dgV), plus(str("@"), dgV), plus(str(":"), tagV)))),
+			dyn(plus(withReg(pathV), str(":"), tagV)),
+			dyn(ptr),
 		},
 		[]bool{true, false, false, true, true, false, false, false})
 	parsed := cel.Let(at, idx(fu, "@"),
@@ -277,4 +280,30 @@ func (c *lowering) fieldName(name string, key bool) (cel.Expr, error) {
 	return c.bind(iv.e, iv.simple, func(x cel.Expr) cel.Expr {
 		return cel.Cond(cel.Method(x, "matches", cel.Str(pattern)), x, fail("the name spliced into the variable does not parse as Kyverno's JMESPath"))
 	}), nil
+}
+
+// defaultRegistry refuses what reads Kyverno's registry settings where its configuration
+// changes them.
+func (c *lowering) defaultRegistry(what string) error {
+	if len(c.sc.Registry) == 0 {
+		return nil
+	}
+	return c.refuse("%s is translated for Kyverno's default registry settings only (defaultRegistry docker.io, enableDefaultRegistryMutation true), and its configuration sets %s", what, strings.Join(c.sc.Registry, ", "))
+}
+
+// imageNormalize is image_normalize: Kyverno's GetImageInfo of a string, written back whole
+// (ImageInfo.String, which is its reference); an image that does not parse fails the rule.
+func imageNormalize(c *lowering, name string, args []value) (value, error) {
+	if err := c.defaultRegistry(name); err != nil {
+		return value{}, err
+	}
+	e := c.bindAll(args, func(a []value) cel.Expr {
+		info := c.name()
+		return cel.Call("string", stringsOnly(name, cel.Let(info, c.imageInfo(dyn(a[0].e), cel.Str("")),
+			cel.Cond(cel.Bin("==", cel.Ident(info), cel.Null()), fail(name+": the image does not parse: Kyverno fails the rule"),
+				cel.Index(cel.Ident(info), cel.Str("reference")))), a...))
+	})
+	v := found(e, tStr, false)
+	v.ascii = true
+	return v, nil
 }

@@ -3,6 +3,8 @@ package lower
 import (
 	"strings"
 	"testing"
+
+	"github.com/mapc-dev/mapc/cel"
 )
 
 // TestSplices: a variable written inside another one becomes a field the outer one's JMESPath
@@ -38,6 +40,21 @@ func TestSplices(t *testing.T) {
 			if tc.in[s.loc[0]:s.loc[0]+2] != "{{" || tc.in[s.loc[1]-2:s.loc[1]] != "}}" {
 				t.Errorf("%s: variable %d at %v", tc.in, i, s.loc)
 			}
+		}
+	}
+}
+
+// TestImagesRegistrySettings: images and image_normalize are refused where Kyverno's
+// configuration changes its registry settings.
+func TestImagesRegistrySettings(t *testing.T) {
+	for _, v := range []string{"images.containers.app.tag", "image_normalize(request.object.spec.containers[0].image)"} {
+		sc := Scope{Object: ObjectShape(Kind{Version: "v1", Kind: "Pod"}), Features: cel.Features{TwoVar: true}}
+		if _, err := variable(v, sc); err != nil {
+			t.Errorf("%s with the defaults: %v", v, err)
+		}
+		sc.Registry = []string{"defaultRegistry: mirror.example"}
+		if _, err := variable(v, sc); err == nil || !strings.Contains(err.Error(), "defaultRegistry: mirror.example") {
+			t.Errorf("%s with another default registry: %v, want a refusal naming it", v, err)
 		}
 	}
 }

@@ -28,6 +28,9 @@ type Scope struct {
 	Vars []contextVar
 	// Features are what the API server's CEL has for the target Kubernetes version.
 	Features cel.Features
+	// Registry are Kyverno's registry settings that differ from its defaults ("key: value",
+	// from its ConfigMap): images and image_normalize are lowered for the defaults only.
+	Registry []string
 
 	// orderFree: the variable's value is read where the order of a list's items changes
 	// nothing (a set operator's key or value), so a whole variable keys(m) (or m.keys(@)),

@@ -39,6 +39,7 @@ func TestFindAndLoadExamples(t *testing.T) {
 	want := []string{
 		"../testdata/suites/kaptest-params/kaptest.yaml",
 		"../testdata/suites/kaptest/kaptest.yaml",
+		"../testdata/suites/kyverno-images/kyverno-test.yaml",
 		"../testdata/suites/kyverno-namespace/kyverno-test.yaml",
 		"../testdata/suites/kyverno/kyverno-test.yaml",
 		"../testdata/suites/mapc/examples.test.yaml",
@@ -70,7 +71,7 @@ func TestFindAndLoadExamples(t *testing.T) {
 			t.Errorf("%s:\n%s", p, b.String())
 		}
 	}
-	if want := map[string]int{FormatMapc: 12, FormatKaptest: 7, FormatKyverno: 6}; !reflect.DeepEqual(cases, want) {
+	if want := map[string]int{FormatMapc: 12, FormatKaptest: 7, FormatKyverno: 8}; !reflect.DeepEqual(cases, want) {
 		t.Errorf("cases per format %v, want %v", cases, want)
 	}
 }

@@ -48,7 +48,9 @@ func TestSuitesExamplesPass(t *testing.T) {
 		"PASS deployment-replicas: (CREATE) Deployment:one - MUTATE with param replicas in large (1 policy order)\n",
 		"=== namespace-team (../../testdata/suites/kyverno-namespace/kyverno-test.yaml, kyverno format)\n",
 		"PASS namespace-team/team: Pod sandbox/scratch - PASS (1 policy order)\n",
-		"25 passed, 0 failed, 1 skipped\n",
+		"=== mirror-images (../../testdata/suites/kyverno-images/kyverno-test.yaml, kyverno format)\n",
+		"PASS mirror-images/mirror: Pod default/web - PASS (1 policy order)\n",
+		"27 passed, 0 failed, 1 skipped\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)

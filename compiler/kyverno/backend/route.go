@@ -265,11 +265,10 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if err != nil {
 			return nil, 0, problem(p, r, "", err)
 		}
-		if name := lower.ReadsObject(sc); name != "" && r.ForEach != nil {
-			// Kyverno reloads the rule's entries for each element: those that do not read the
-			// object read the same each time.
-			i := slices.IndexFunc(r.Variables, func(v kyverno.Variable) bool { return v.Entry == name })
-			return nil, 0, problem(p, r, strings.TrimPrefix(r.Variables[i].Field, r.Field+"."), errors.New("variable context entries that read the object, in a rule with foreach, are not supported yet: Kyverno reloads them for each element, as the patched object stands then"))
+		if r.ForEach != nil {
+			if err := entriesConstant(r, sc); err != nil {
+				return nil, 0, problem(p, r, err.sub, err)
+			}
 		}
 		pre, err := lower.Preconditions(r.Preconditions, sc, "preconditions")
 		if err != nil {
@@ -990,29 +989,37 @@ func forEach(r *kyverno.Rule, kinds []gk, sc lower.Scope) ([]cel.Expr, error) {
 // entriesApart checks that what decides whether a rule with several foreach entries runs (its
 // match and exclude blocks, its preconditions) reads nothing an entry before the last writes:
 // Kyverno decides it once, on the object before the first entry, while each entry's mutation
-// decides it again on the object as the earlier entries left it. An entry writes only inside
-// the elements of its list (and moves them): where its list is.
+// decides it again on the object as the earlier entries left it. An entry writes where
+// foreachWrites says.
 func entriesApart(r *kyverno.Rule, guard, pre cel.Expr) error {
 	if len(r.ForEach) < 2 {
 		return nil
 	}
 	reads := cel.Reads(cel.And(guard, pre), "object")
 	for n, fe := range r.ForEach[:len(r.ForEach)-1] {
-		written, err := lower.ListPath(fe.List)
-		if err != nil {
-			return nil // refused with the entry
-		}
-		for _, read := range reads {
-			if isPrefix(read, written) || isPrefix(written, read) {
-				what := "the rule's match, exclude or preconditions read"
-				if len(read) > 0 {
-					what += " " + strings.Join(read, ".")
-				} else {
-					what += " the whole object"
-				}
-				return &lower.FieldError{Field: fmt.Sprintf("foreach[%d]", n), Msg: fmt.Sprintf("changes %s, and %s: Kyverno decides whether the rule runs once, before its first entry, while each later entry, a mutation of its own, would decide it again on the changed object; not supported: split the entries into rules", strings.Join(written, "."), what)}
+		for _, written := range foreachWrites(fe) {
+			if err := readsWritten(reads, written, n); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// readsWritten refuses reads of the rule's match, exclude or preconditions that meet the place
+// foreach entry n writes.
+func readsWritten(reads [][]string, written []string, n int) error {
+	for _, read := range reads {
+		if !isPrefix(read, written) && !isPrefix(written, read) {
+			continue
+		}
+		what := "the rule's match, exclude or preconditions read"
+		if len(read) > 0 {
+			what += " " + strings.Join(read, ".")
+		} else {
+			what += " the whole object"
+		}
+		return &lower.FieldError{Field: fmt.Sprintf("foreach[%d]", n), Msg: fmt.Sprintf("changes %s, and %s: Kyverno decides whether the rule runs once, before its first entry, while each later entry, a mutation of its own, would decide it again on the changed object; not supported: split the entries into rules", strings.Join(written, "."), what)}
 	}
 	return nil
 }

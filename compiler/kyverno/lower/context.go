@@ -266,20 +266,19 @@ func namespaceEntry(vr kyverno.Variable, refuse func(sub, format string, args ..
 	return cv, nil
 }
 
-// ReadsObject names the first of the scope's variable context entries whose value reads the
-// object (request.object or request.oldObject), or "" when none does. In a rule with foreach
-// Kyverno reloads the rule's entries for each element, as the patched object then stands: the
-// others read the same each time.
-func ReadsObject(sc Scope) string {
+// ObjectReads gives, for each of the scope's variable context entries whose value reads the
+// object (request.object), in order, its name and the places it reads (cel.Reads).
+func ObjectReads(sc Scope) (names []string, reads [][][]string) {
 	for _, cv := range sc.Vars {
 		if cv.v.virt != real {
 			continue // the request's namespace
 		}
-		if len(cel.Reads(cv.v.e, "object")) > 0 || len(cel.Reads(cv.v.e, "oldObject")) > 0 {
-			return cv.name
+		if r := cel.Reads(cv.v.e, "object"); len(r) > 0 {
+			names = append(names, cv.name)
+			reads = append(reads, r)
 		}
 	}
-	return ""
+	return names, reads
 }
 
 // c0 is a lowering for the soft values of top-level variables.

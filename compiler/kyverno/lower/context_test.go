@@ -134,7 +134,7 @@ func TestNamespaceEntry(t *testing.T) {
 	if _, err := variable("ns", sc); err == nil {
 		t.Errorf("the whole namespace as a value: lowered, want a refusal")
 	}
-	if ReadsObject(sc) != "" {
-		t.Errorf("ReadsObject of a namespace entry = %q, want none", ReadsObject(sc))
+	if names, _ := ObjectReads(sc); len(names) > 0 {
+		t.Errorf("ObjectReads of a namespace entry = %q, want none", names)
 	}
 }

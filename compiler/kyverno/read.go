@@ -233,7 +233,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string, p *Policy)
 			r.problem(kp, kf, "a rule with both mutate and %s cannot be translated; split it", k)
 		case "skipBackgroundRequests", "reportProperties", "imageExtractors":
 			if k == "imageExtractors" && !emptyValue(v) {
-				r.problem(kp, kf, "image extractors are not supported: they feed images.* variables, which are not translated")
+				r.problem(kp, kf, "image extractors are not supported yet: they change where the rule's images variables read the images (other paths, JMESPath), which the translation reads where Kyverno's standard extractors do")
 			}
 		default:
 			r.problem(kp, kf, "unknown field of a Kyverno rule (Kyverno v1.19)")
@@ -677,7 +677,7 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 			fe.JSON6902 = r.json6902(m[k], kp, kf)
 		case "context":
 			if !emptyValue(m[k]) {
-				r.problem(kp, kf, "context entries are not supported: a MutatingAdmissionPolicy cannot call the API server or registries while admitting")
+				r.problem(kp, kf, "context entries of a foreach entry are not supported yet: Kyverno loads them for each element; write them in the rule's context, where they do not read the element")
 			}
 		case "foreach":
 			// Kyverno decodes nested entries without its CRD's checks (the field is schemaless).

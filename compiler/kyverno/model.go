@@ -114,6 +114,9 @@ type ForEach struct {
 	JSON6902       []Op
 	// ForEach are the nested entries, run for each element in order, instead of a patch.
 	ForEach []ForEach
+	// Variables are the entry's variable context entries (and apiCall ones reading the
+	// request's namespace), which Kyverno loads for each element.
+	Variables []Variable
 }
 
 // Block is a match or exclude block: Any or All filters (a block written with resources and

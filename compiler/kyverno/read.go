@@ -220,7 +220,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string, p *Policy)
 		case "exclude":
 			rule.Exclude = r.block(v, kp, kf, false)
 		case "mutate":
-			r.mutate(rule, v, kp, kf)
+			r.mutate(rule, v, kp, kf, p)
 		case "preconditions":
 			rule.Preconditions = r.preconditions(v, kp, kf)
 		case "celPreconditions":
@@ -249,7 +249,7 @@ func (r *reader) rule(rm map[string]any, path []string, field string, p *Policy)
 }
 
 // mutate reads the rule's mutate block.
-func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
+func (r *reader) mutate(rule *Rule, v any, path []string, field string, p *Policy) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		r.problem(path, field, "must be an object")
@@ -270,7 +270,7 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string) {
 				continue
 			}
 			for i, e := range list {
-				rule.ForEach = append(rule.ForEach, r.forEach(e, append(append([]string(nil), kp...), strconv.Itoa(i)), fmt.Sprintf("%s[%d]", kf, i)))
+				rule.ForEach = append(rule.ForEach, r.forEach(e, append(append([]string(nil), kp...), strconv.Itoa(i)), fmt.Sprintf("%s[%d]", kf, i), p))
 			}
 		case "targets":
 			if !emptyValue(m[k]) {
@@ -654,7 +654,7 @@ func (r *reader) preconditions(v any, path []string, field string) *Precondition
 }
 
 // forEach reads one foreach entry.
-func (r *reader) forEach(v any, path []string, field string) ForEach {
+func (r *reader) forEach(v any, path []string, field string, p *Policy) ForEach {
 	var fe ForEach
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -676,8 +676,10 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 		case "patchesJson6902":
 			fe.JSON6902 = r.json6902(m[k], kp, kf)
 		case "context":
-			if !emptyValue(m[k]) {
-				r.problem(kp, kf, "context entries of a foreach entry are not supported yet: Kyverno loads them for each element; write them in the rule's context, where they do not read the element")
+			var cms []ConfigMap
+			cms, fe.Variables = r.context(m[k], kp, kf, p)
+			if len(cms) > 0 {
+				r.problem(cms[0].Path, cms[0].Field, "configMap entries of a foreach entry are not supported yet: write them in the rule's context")
 			}
 		case "foreach":
 			// Kyverno decodes nested entries without its CRD's checks (the field is schemaless).
@@ -687,7 +689,7 @@ func (r *reader) forEach(v any, path []string, field string) ForEach {
 				continue
 			}
 			for i, e := range list {
-				fe.ForEach = append(fe.ForEach, r.forEach(e, append(append([]string(nil), kp...), strconv.Itoa(i)), fmt.Sprintf("%s[%d]", kf, i)))
+				fe.ForEach = append(fe.ForEach, r.forEach(e, append(append([]string(nil), kp...), strconv.Itoa(i)), fmt.Sprintf("%s[%d]", kf, i), p))
 			}
 		default:
 			r.problem(kp, kf, "unknown field of a foreach entry (Kyverno v1.19)")

@@ -306,6 +306,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			}
 			apply, noApply = applyConfiguration(patch.(map[string]any), rk)
 		case r.ForEach != nil:
+			for _, fe := range r.ForEach {
+				sc.Written = append(sc.Written, foreachWrites(fe)...)
+			}
 			all, err := forEach(r, rk, sc)
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate", err)

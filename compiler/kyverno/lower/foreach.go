@@ -52,7 +52,7 @@ func ForEach(apiVersion, kind string, fe kyverno.ForEach, field string, rule Sco
 		apiVersion: apiVersion, kind: kind,
 		obj:      ObjectShape(Kind{Group: group, Version: version, Kind: kind}),
 		schema:   openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}),
-		features: rule.Features, vars: rule.Vars,
+		features: rule.Features, vars: rule.Vars, registry: rule.Registry, written: rule.Written,
 	}
 	l, err := r.entry(fe, field, nil)
 	if err != nil {
@@ -67,6 +67,8 @@ type forEachLowering struct {
 	schema           *openapi.ResourceSchema // of the object (nil: unknown)
 	features         cel.Features            // of the target Kubernetes version
 	vars             []contextVar            // the rule's context entries
+	registry         []string                // Scope.Registry
+	written          [][]string              // Scope.Written
 }
 
 // loop is one foreach loop of an entry and the entries it is nested in.
@@ -77,6 +79,7 @@ type loop struct {
 	iv, xv string                  // the identifiers of the index and the element
 	shape  Shape                   // of the elements
 	schema *openapi.ResourceSchema // of the list in kyaml's schema (nil: unknown)
+	vars   []contextVar            // the entry's context entries, lowered
 }
 
 func (l loop) i() cel.Expr { return cel.Ident(l.iv) }
@@ -142,12 +145,20 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		}
 	}
 	loops := append(append([]loop(nil), outer...), lp)
-	sc := Scope{Object: r.obj, Features: r.features, Vars: r.vars}
+	sc := Scope{Object: r.obj, Features: r.features, Vars: r.vars, Registry: r.registry, Written: r.written}
 	for _, l := range loops {
 		sc.Elements = append(sc.Elements, l.x())
 		sc.Indexes = append(sc.Indexes, l.i())
 		sc.ElementShapes = append(sc.ElementShapes, l.shape.item())
+		sc.Vars = append(append([]contextVar(nil), sc.Vars...), l.vars...) // the enclosing entries' context
 	}
+	// The entry's context, which Kyverno loads for each element (and the nested entries see).
+	before := len(sc.Vars)
+	sc, err := r.context(fe.Variables, sc)
+	if err != nil {
+		return loweredLoop{}, err
+	}
+	loops[d].vars = sc.Vars[before:]
 	i, x := lp.i(), lp.x()
 	pre, err := Preconditions(fe.Preconditions, sc, field+".preconditions")
 	if err != nil {
@@ -689,4 +700,41 @@ func names(list string, segs []any) ([]string, error) {
 		out = append(out, name)
 	}
 	return out, nil
+}
+
+// context lowers a foreach entry's context entries on the element's scope. Kyverno loads them for
+// each element, as the patched object then stands: an entry that reads a place of the object
+// the rule's foreach writes (Scope.Written) is refused.
+func (r *forEachLowering) context(vars []kyverno.Variable, sc Scope) (Scope, error) {
+	for _, v := range vars {
+		field := v.Field
+		if i := strings.Index(field, ".mutate."); i >= 0 {
+			field = field[i+len(".mutate."):]
+		}
+		if v.Namespace {
+			return sc, errorf(field, "apiCall entries of a foreach entry are not supported yet: write the entry in the rule's context (it reads the same namespace for every element)")
+		}
+		if slices.ContainsFunc(sc.Vars, func(cv contextVar) bool { return cv.name == v.Entry }) {
+			return sc, errorf(field, "names the entry %s, as a context entry of the rule or of an enclosing foreach entry does: which one a variable reads depends on Kyverno's loading order; give it another name", v.Entry)
+		}
+		cv, err := contextVariable(v, field, sc)
+		if err != nil {
+			return sc, err
+		}
+		if cv.v.virt == real {
+			for _, read := range cel.Reads(cv.v.e, "object") {
+				for _, w := range sc.Written {
+					if slices.Equal(read, w[:min(len(w), len(read))]) || slices.Equal(w, read[:min(len(w), len(read))]) {
+						what := "the whole object"
+						if len(read) > 0 {
+							what = strings.Join(read, ".")
+						}
+						return sc, errorf(field, "reads %s, which the rule's foreach can change: Kyverno loads a foreach entry's context for each element, as the patched object then stands; supported where the entry reads nothing the foreach writes", what)
+					}
+				}
+			}
+		}
+		sc.Vars = append(append([]contextVar(nil), sc.Vars...), cv)
+	}
+	return sc, nil
 }

@@ -28,6 +28,9 @@ type Scope struct {
 	Vars []contextVar
 	// Features are what the API server's CEL has for the target Kubernetes version.
 	Features cel.Features
+	// Written are the places of the object (field names) the rule's foreach entries write: a
+	// foreach entry's context entries may not read them (Kyverno loads them for each element).
+	Written [][]string
 	// Registry are Kyverno's registry settings that differ from its defaults ("key: value",
 	// from its ConfigMap): images and image_normalize are lowered for the defaults only.
 	Registry []string

@@ -266,15 +266,37 @@ func (k *KyvernoReference) NamespaceUses(obj *unstructured.Unstructured, _ admis
 			for _, res := range ruleResources(rule, "match") {
 				applies = applies || kindApplies(res, obj.GetKind())
 			}
-			entries, _ := rule["context"].([]any)
-			for j, e := range entries {
-				if m, _ := e.(map[string]any); m["apiCall"] != nil && applies {
-					uses = append(uses, fmt.Sprintf("%s/%s: spec.rules[%d].context[%d].apiCall reads the request's namespace", p.GetKind(), p.GetName(), i, j))
+			if applies {
+				for _, at := range apiCalls(rule, fmt.Sprintf("spec.rules[%d]", i)) {
+					uses = append(uses, fmt.Sprintf("%s/%s: %s.apiCall reads the request's namespace", p.GetKind(), p.GetName(), at))
 				}
 			}
 		}
 	}
 	return uses, false
+}
+
+// apiCalls gives where the apiCall context entries of a rule (or a foreach entry) and of its
+// foreach entries, at any depth, are written, below field.
+func apiCalls(m map[string]any, field string) []string {
+	var out []string
+	entries, _ := m["context"].([]any)
+	for j, e := range entries {
+		if em, _ := e.(map[string]any); em["apiCall"] != nil {
+			out = append(out, fmt.Sprintf("%s.context[%d]", field, j))
+		}
+	}
+	at := m
+	if mut, ok := m["mutate"].(map[string]any); ok {
+		at, field = mut, field+".mutate"
+	}
+	fes, _ := at["foreach"].([]any)
+	for j, fe := range fes {
+		if fm, ok := fe.(map[string]any); ok {
+			out = append(out, apiCalls(fm, fmt.Sprintf("%s.foreach[%d]", field, j))...)
+		}
+	}
+	return out
 }
 
 // ruleResources gives the resource filters of a rule's match or exclude, by path.

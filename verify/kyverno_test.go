@@ -132,6 +132,20 @@ func withContext(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstr
 	return u
 }
 
+// inForEach gives the policy's first rule a foreach entry with an apiCall context entry.
+func inForEach(t *testing.T, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(u.Object, "spec", "rules")
+	rules[0].(map[string]any)["mutate"] = map[string]any{"foreach": []any{map[string]any{
+		"list":    "request.object.spec.containers",
+		"context": []any{map[string]any{"name": "ns", "apiCall": map[string]any{"urlPath": "/api/v1/namespaces/{{request.namespace}}"}}},
+	}}}
+	if err := unstructured.SetNestedSlice(u.Object, rules, "spec", "rules"); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 func TestKyvernoNamespaceUses(t *testing.T) {
 	policy := func(kind, namespace, resources string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -159,6 +173,7 @@ func TestKyvernoNamespaceUses(t *testing.T) {
 		{"no selector", policy("ClusterPolicy", "", "          kinds: [Pod]\n"), "Pod", nil},
 		{"an apiCall reading the namespace", withContext(t, policy("ClusterPolicy", "", "          kinds: [Pod]\n")), "Pod", []string{"ClusterPolicy/p: spec.rules[0].context[0].apiCall reads the request's namespace"}},
 		{"an apiCall in a rule for another kind", withContext(t, policy("ClusterPolicy", "", "          kinds: [ConfigMap]\n")), "Pod", nil},
+		{"an apiCall of a foreach entry", inForEach(t, policy("ClusterPolicy", "", "          kinds: [Pod]\n")), "Pod", []string{"ClusterPolicy/p: spec.rules[0].mutate.foreach[0].context[0].apiCall reads the request's namespace"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1401,7 +1401,16 @@ func configMapAlwaysRead(p *kyverno.Policy, opts route.Options) error {
 // /api/v1/namespaces/, the list of every namespace, where the policy's namespaceObject is null.
 func namespaceEntryKinds(p *kyverno.Policy, opts route.Options) error {
 	for _, r := range p.Rules {
-		i := slices.IndexFunc(r.Variables, func(v kyverno.Variable) bool { return v.Namespace })
+		vars := r.Variables
+		var each func(fes []kyverno.ForEach)
+		each = func(fes []kyverno.ForEach) {
+			for _, fe := range fes {
+				vars = append(vars, fe.Variables...)
+				each(fe.ForEach)
+			}
+		}
+		each(r.ForEach)
+		i := slices.IndexFunc(vars, func(v kyverno.Variable) bool { return v.Namespace })
 		if i < 0 {
 			continue
 		}
@@ -1411,7 +1420,7 @@ func namespaceEntryKinds(p *kyverno.Policy, opts route.Options) error {
 		}
 		for _, k := range rk {
 			if !namespacedKind(k, opts) {
-				entry := r.Variables[i]
+				entry := vars[i]
 				return &diag.Problem{File: p.Doc.File, Line: p.Doc.LineOf(entry.Path...), Object: p.Object(), Field: entry.Field,
 					Msg: fmt.Sprintf("an apiCall reading the request's namespace in a rule for %s, which is not a namespaced kind: for a cluster-scoped object Kyverno gets the list of every namespace, where a MutatingAdmissionPolicy has no namespace to read; supported in rules for namespaced kinds only", kindName(k))}
 			}

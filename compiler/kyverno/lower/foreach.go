@@ -711,9 +711,6 @@ func (r *forEachLowering) context(vars []kyverno.Variable, sc Scope) (Scope, err
 		if i := strings.Index(field, ".mutate."); i >= 0 {
 			field = field[i+len(".mutate."):]
 		}
-		if v.Namespace {
-			return sc, errorf(field, "apiCall entries of a foreach entry are not supported yet: write the entry in the rule's context (it reads the same namespace for every element)")
-		}
 		if slices.ContainsFunc(sc.Vars, func(cv contextVar) bool { return cv.name == v.Entry }) {
 			return sc, errorf(field, "names the entry %s, as a context entry of the rule or of an enclosing foreach entry does: which one a variable reads depends on Kyverno's loading order; give it another name", v.Entry)
 		}

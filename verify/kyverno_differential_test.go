@@ -141,7 +141,8 @@ func generateObject(r *rand.Rand, i int, nss []*corev1.Namespace) *unstructured.
 		pool := []string{"app", "web", "cache", "proxy", "log-shipper", "side", "main"}
 		r.Shuffle(len(pool), func(a, b int) { pool[a], pool[b] = pool[b], pool[a] })
 		for _, name := range pool[:1+r.IntN(4)] {
-			c := map[string]any{"name": name, "image": pick("nginx:latest", "redis:7.4", "registry.trusted.example/x:1", "busybox", "envoy:1.29", "a:latest")}
+			c := map[string]any{"name": name, "image": pick("nginx:latest", "redis:7.4", "registry.trusted.example/x:1", "busybox", "envoy:1.29", "a:latest",
+				"ghcr.io/org/app:v2", "quay.io:443/team/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "Upper.io/x", "my_org.io/app:1", "bad image!")}
 			if r.IntN(3) == 0 {
 				c["env"] = []any{map[string]any{"name": pick("MODE", "LOG"), "value": pick("strict", "debug")}}
 			}

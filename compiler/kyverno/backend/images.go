@@ -14,7 +14,7 @@ import (
 // Kyverno builds its images variable once per admission request, from the object as the request
 // brings it; the compiled policies parse the images of the object each mutation sees (see
 // lower.Images). The two agree where nothing that can run before a mutation reading images can
-// change a container list: no earlier rule or foreach entry of its policy (every rule of it,
+// change the images: no earlier rule or foreach entry of its policy (every rule of it,
 // when the policies are reinvoked), and no rule of another compiled policy, which the API server
 // can run first. A rule that can change the images is one whose patches (its foreach entries'
 // included) write a container's image or name, a whole container, a container list
@@ -22,9 +22,9 @@ import (
 // one, or at a path a variable names. Other fields of the containers (imagePullPolicy under a
 // condition on the image, resources, env) change nothing of them.
 
-// imagesUse is what a compiled policy reads of images and changes of the container lists.
+// imagesUse is what a compiled policy reads and changes of the images.
 type imagesUse struct {
-	// Reads are the rules that read images; Changes those that can change a container list.
+	// Reads are the rules that read images; Changes those that can change the images.
 	Reads, Changes []kindedRule
 }
 
@@ -34,10 +34,10 @@ type kindedRule struct {
 }
 
 // imagesBefore refuses the policy's rules reading images after something of the policy that can
-// change a container list, and records its readers and changers in use.
+// change the images, and records its readers and changers in use.
 func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *imagesUse) error {
 	for i, m := range rules {
-		if changesContainers(m) {
+		if changesImages(m) {
 			use.Changes = append(use.Changes, kindedRule{m.rule, m.kinds})
 		}
 		if !readsImages(m.e) && (m.apply == nil || !readsImages(m.apply)) {
@@ -48,7 +48,7 @@ func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *i
 			if j == i || (j > i && opts.Reinvocation != admissionregistrationv1.IfNeededReinvocationPolicy) {
 				continue // its own patch applies after it reads
 			}
-			if overlap(m.kinds, w.kinds) && changesContainers(w) {
+			if overlap(m.kinds, w.kinds) && changesImages(w) {
 				what := fmt.Sprintf("the rule %s", w.rule.Name)
 				switch {
 				case w.rule == m.rule:
@@ -89,21 +89,22 @@ func imagesAcross(ps []*kyverno.Policy, uses []*imagesUse) map[int]error {
 	return out
 }
 
-// changesContainers: can the emitted rule (or foreach entry) change a container list?
-func changesContainers(m emitted) bool {
+// changesImages: can the emitted rule (or foreach entry) change the images (see writesImage)?
+func changesImages(m emitted) bool {
 	r := m.rule
 	if m.entry >= 0 {
-		return entryChangesContainers(r.ForEach[m.entry])
+		return entryChangesImages(r.ForEach[m.entry])
 	}
 	return smpChangesContainers(r.StrategicMerge, nil) || opsChangeContainers(r.JSON6902)
 }
 
-func entryChangesContainers(fe kyverno.ForEach) bool {
+// entryChangesImages: can a foreach entry, or one nested in it, change the images?
+func entryChangesImages(fe kyverno.ForEach) bool {
 	if smpChangesContainers(fe.StrategicMerge, nil) || opsChangeContainers(fe.JSON6902) {
 		return true
 	}
 	for _, sub := range fe.ForEach {
-		if entryChangesContainers(sub) {
+		if entryChangesImages(sub) {
 			return true
 		}
 	}

@@ -16,13 +16,13 @@ import (
 // blank, by name (the last of a name wins), each to what distribution/reference's grammar makes
 // of the image: {registry, name, path, tag, digest, reference, referenceWithTag, jsonPointer},
 // the empty ones left out. Kyverno builds it once per admission request, from the object as the
-// request brings it; one image that does not parse fails every images variable, and so does a
-// name or a list without such a container, and any kind but those.
+// request brings it; one image that does not parse fails every images variable, while a name, a
+// list or a kind without images is a missing field (which || reads as null).
 //
 // A MutatingAdmissionPolicy has no such variable: the lowering parses the images of the object
-// the mutation sees, with the grammar's own regular expressions (RE2 in CEL as in Go). That is
-// the request's object only where nothing before the mutation changes the containers; the
-// backend refuses the rules where something can (ImagesRead).
+// the mutation sees, with the grammar's own regular expressions (RE2 in CEL as in Go), in a
+// policy variable. That is the request's object only where nothing before the mutation changes
+// the images; the backend refuses the reads where something can (imagesBefore, imagesAcross).
 
 // imageLists are the container lists Kyverno's standard extractors read, in their order.
 var imageLists = []string{"initContainers", "containers", "ephemeralContainers"}
@@ -69,8 +69,8 @@ var podSpecKinds = []struct {
 // ImagesVariable is the policy variable (spec.variables) the lowered reads of images read:
 // {list: [{"name": ..., "info": entry}, ...]} for the containers with an image that is not
 // blank (no containers for other kinds), failing where an image does not parse, as Kyverno's
-// loading of images does. A variable is evaluated when first read, as Kyverno loads images when a variable first
-// names it.
+// loading of images does. The API server evaluates a variable when an expression first reads it,
+// as Kyverno loads images when a variable first names them.
 const ImagesVariable = "images"
 
 // Images is the expression of ImagesVariable.

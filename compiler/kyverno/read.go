@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -282,7 +283,8 @@ func (r *reader) mutate(rule *Rule, v any, path []string, field string, p *Polic
 		}
 	}
 	n := 0
-	for _, has := range []bool{rule.StrategicMerge != nil, rule.JSON6902 != nil, m["foreach"] != nil} {
+	// (A patch that does not read is refused where it is, not as missing.)
+	for _, has := range []bool{rule.StrategicMerge != nil, m["patchesJson6902"] != nil, m["foreach"] != nil} {
 		if has {
 			n++
 		}
@@ -526,7 +528,13 @@ func SplitSelector(sel *metav1.LabelSelector) (exact *metav1.LabelSelector, wild
 func parseJSON6902(s string) ([]Op, error) {
 	var raw []map[string]any
 	if err := yaml.Unmarshal([]byte(s), &raw); err != nil {
+		if strings.Contains(s, "{{") {
+			return nil, fmt.Errorf("not a list of JSON patch operations as written (%v): Kyverno substitutes the variables in this text before it parses it, so an unquoted variable can make YAML of it there; not supported: quote each variable (\"{{ ... }}\"), whose text is then a string", err)
+		}
 		return nil, fmt.Errorf("not a list of JSON patch operations: %v", err)
+	}
+	if plain := plainVariables(s); plain != "" {
+		return nil, fmt.Errorf("%q is an unquoted YAML scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", plain)
 	}
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("has no operations")
@@ -558,6 +566,41 @@ func parseJSON6902(s string) ([]Op, error) {
 		ops = append(ops, Op{Op: op, Path: path, Value: v})
 	}
 	return ops, nil
+}
+
+// plainVariables is the first plain (unquoted) scalar of an operation's value in the YAML text s
+// that holds a variable ("" for none). (A path begins with /, which no other type of scalar
+// does.)
+func plainVariables(s string) string {
+	var n yaml3.Node
+	if err := yaml3.Unmarshal([]byte(s), &n); err != nil {
+		return ""
+	}
+	var walk func(n *yaml3.Node) string
+	walk = func(n *yaml3.Node) string {
+		if n.Kind == yaml3.ScalarNode && n.Style&(yaml3.DoubleQuotedStyle|yaml3.SingleQuotedStyle|yaml3.LiteralStyle|yaml3.FoldedStyle) == 0 && strings.Contains(n.Value, "{{") {
+			return n.Value
+		}
+		for _, c := range n.Content {
+			if v := walk(c); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	if len(n.Content) == 0 || n.Content[0].Kind != yaml3.SequenceNode {
+		return ""
+	}
+	for _, op := range n.Content[0].Content {
+		for i := 0; i+1 < len(op.Content); i += 2 {
+			if op.Content[i].Value == "value" {
+				if v := walk(op.Content[i+1]); v != "" {
+					return v
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func emptyValue(v any) bool {

@@ -324,7 +324,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 				if strings.Contains(jops[i].Path, "{{") {
 					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d]", i), errors.New("variables in paths are not supported yet"))
 				}
-				v, vs, err := lower.Substitute(jops[i].Value, sc, "")
+				v, vs, err := lower.SubstituteText(jops[i].Value, sc, "")
 				if err != nil {
 					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d].value", i), err)
 				}
@@ -690,7 +690,7 @@ func hasAnyKind(kinds []gk) bool { return slices.Contains(kinds, anyKind) }
 // objectShape is what the schema says of the objects of the kinds, for the rule's variables.
 func objectShape(kinds []gk) lower.Shape {
 	if hasAnyKind(kinds) {
-		return lower.Shape{} // unknown
+		return lower.AnyObjectShape()
 	}
 	var ks []lower.Kind
 	for _, k := range kinds {

@@ -30,6 +30,17 @@ func (t types) only(u types) bool { return t&^u == 0 }
 // The zero Shape knows nothing (every type possible).
 type Shape struct {
 	at []*openapi.ResourceSchema // one per kind; empty: unknown
+	// anyObject: an object of any kind, whose metadata is an ObjectMeta (the API server keeps
+	// every object's metadata to ObjectMeta's schema, custom resources' included).
+	anyObject bool
+}
+
+// AnyObjectShape is the shape of an object of any kind: what its metadata holds is known.
+func AnyObjectShape() Shape { return Shape{anyObject: true} }
+
+// objectMetaShape is ObjectMeta's shape, as every kind's metadata.
+func objectMetaShape() Shape {
+	return ObjectShape(Kind{Version: "v1", Kind: "ConfigMap"}).field("metadata")
 }
 
 // ObjectShape is the shape of the objects of the kinds (group, version, kind each), from kyaml's
@@ -53,6 +64,9 @@ func ObjectShape(kinds ...Kind) Shape {
 
 // types is the union of the types the schemas allow here.
 func (s Shape) types() types {
+	if s.anyObject {
+		return tMap
+	}
 	if len(s.at) == 0 {
 		return tAny
 	}
@@ -96,6 +110,12 @@ func schemaTypes(rs *openapi.ResourceSchema) types {
 
 // field is the shape of the field name of an object here.
 func (s Shape) field(name string) Shape {
+	if s.anyObject {
+		if name == "metadata" {
+			return objectMetaShape()
+		}
+		return Shape{}
+	}
 	var out Shape
 	for _, rs := range s.at {
 		f := rs.Field(name)

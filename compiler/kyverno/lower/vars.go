@@ -65,9 +65,25 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 	return out, all, err
 }
 
+// SubstituteText is Substitute for the value of a patchesJson6902 operation. Kyverno substitutes
+// the variables in the operations' YAML text before it parses it (the field is a string), each
+// as its text: a string as it is, anything else as its JSON. Every variable of an operation is in
+// a quoted scalar (the reader refuses the others), which stays a string: "{{x}}" is x's text,
+// where Substitute gives x's value.
+func SubstituteText(v any, sc Scope, field string) (any, []cel.Expr, error) {
+	out, all, _, err := substituteWith(v, sc, field, false, true)
+	return out, all, err
+}
+
 // substitute is Substitute; with null, a variable can be null. lossy says whether a variable's
 // value is lossy (see value.lossy).
 func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Expr, lossy bool, err error) {
+	return substituteWith(v, sc, field, null, false)
+}
+
+// substituteWith is substitute; with quoted, a string that is one variable is its text (see
+// SubstituteText).
+func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, all []cel.Expr, lossy bool, err error) {
 	var walk func(v any, field string) (any, error)
 	walk = func(v any, field string) (any, error) {
 		switch x := v.(type) {
@@ -105,7 +121,7 @@ func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Ex
 				}
 				all = append(all, v.e)
 				lossy = lossy || v.lossy
-				if len(vs) == 1 && l[0] == 0 && l[1] == len(x) {
+				if len(vs) == 1 && l[0] == 0 && l[1] == len(x) && !quoted {
 					if !null && v.t&tNull != 0 {
 						return nil, errorf(field, "the variable %s can be null, which Kyverno's patch reads as removing the field: not supported yet (give a default with ||)", x)
 					}

@@ -2,6 +2,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +53,16 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 				return nil, errorf(field, "\"-\" can only end a path")
 			}
 			if isIndex(t) && op.Op == "add" {
-				return nil, errorf(field, "a list index inside a path is not supported yet (Kyverno pads missing items with nulls)")
+				if idx, _ := strconv.Atoi(t); idx > maxPadded {
+					return nil, errorf(field, "the list index %s inside the path is past %d, which is not supported (Kyverno pads a shorter list with nulls up to it)", t, maxPadded)
+				}
+				// The item is read as the object stands: another operation through it would
+				// find it where an earlier one created it.
+				for m, o := range ops {
+					if ot, err := pointer(o.Path); err == nil && m != n && len(ot) > i && slices.Equal(ot[:i+1], toks[:i+1]) {
+						return nil, errorf(field, "a list index inside the path, with operation [%d] (%s %s) through the same item, is not supported: Kyverno finds the item as the earlier operations left it; split them into rules", m, o.Op, o.Path)
+					}
+				}
 			}
 		}
 		// Presence is tested on the object before the patch: a remove after an operation on an
@@ -144,6 +154,22 @@ func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int
 		return cel.List(cel.PatchOp("add", p.Child(toks[d]), val))
 	}
 	t := toks[d]
+	if i, err := strconv.Atoi(t); err == nil && i >= 0 {
+		// An index inside the path (evanphx/json-patch v5's EnsurePathExistsOnAdd): in a list,
+		// its item, or where the list is shorter, nulls up to the index and a new item made for
+		// the rest of the path, appended; in a map, the key.
+		inItem := ensureAdd(cel.Index(cur, cel.Int(int64(i))), p.Child(t), toks, d+1, func(int) bool { return false }, val, nil)
+		parts := make([]cel.Expr, 0, i+1)
+		for k := 0; k < i; k++ {
+			parts = append(parts, cel.CondList(cel.Bin("<=", cel.Call("size", cur), cel.Int(int64(k))),
+				cel.List(cel.PatchOp("add", p.Child("-"), cel.Call("dyn", cel.Null()))), cel.List()))
+		}
+		parts = append(parts, cel.List(cel.PatchOp("add", p.Child("-"), created(toks[d+1:], val))))
+		inList := cel.CondList(cel.Bin(">", cel.Call("size", cur), cel.Int(int64(i))), inItem, concat(parts))
+		there := ensureAdd(cel.Index(cur, cel.Str(t)), p.Child(t), toks, d+1, known, val, always)
+		field := cel.CondList(present(cur, t), there, cel.List(cel.PatchOp("add", p.Child(t), created(toks[d+1:], val))))
+		return cel.CondList(isList(cur), inList, field)
+	}
 	there := ensureAdd(cel.Index(cur, cel.Str(t)), p.Child(t), toks, d+1, known, val, always)
 	if known(d) || always[pathKey(toks[:d+1])] {
 		return there
@@ -197,6 +223,9 @@ func valueAt(cur cel.Expr, toks []string) cel.Expr {
 	return cur
 }
 
+// maxPadded is the largest list index inside an add's path that is translated.
+const maxPadded = 16
+
 func isList(e cel.Expr) cel.Expr { return cel.Bin("==", cel.Call("type", e), cel.Ident("list")) }
 
 // fromEnd is the token for Kyverno's negative index -k (the text token) in list, a list whose
@@ -227,6 +256,14 @@ func created(toks []string, val cel.Expr) cel.Expr {
 	if len(toks) > 1 && toks[0] == "-1" {
 		// Kyverno creates a list and, at -1 in it, the item for the rest of the path.
 		return cel.List(created(toks[1:], val))
+	}
+	if i, err := strconv.Atoi(toks[0]); err == nil && i >= 0 && len(toks) > 1 {
+		// A list, padded with nulls up to the index, holding the item for the rest of the path.
+		elems := make([]cel.Expr, 0, i+1)
+		for k := 0; k < i; k++ {
+			elems = append(elems, cel.Call("dyn", cel.Null()))
+		}
+		return cel.List(append(elems, dyn(created(toks[1:], val)))...)
 	}
 	if len(toks) == 1 {
 		if toks[0] == "-" {

@@ -687,7 +687,9 @@ func (r *reader) preconditions(v any, path []string, field string) *Precondition
 			case "all":
 				pc.All = conds(x[k], kp, field+".all")
 			default:
-				r.problem(kp, field+"."+k, "unknown field of preconditions (any, all)")
+				// Kyverno decodes preconditions as any/all (or a list) and drops other keys:
+				// the rule then runs whatever they say.
+				r.problem(kp, field+"."+k, "unknown field of preconditions (any, all): Kyverno ignores it, so the rule runs whatever it says; write its conditions under preconditions.any or preconditions.all, or remove it")
 			}
 		}
 	default:

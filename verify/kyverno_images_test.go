@@ -12,10 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/mapc-dev/mapc/compiler"
-	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
-	"github.com/mapc-dev/mapc/internal/kyvernobin"
 )
 
 // imagesPolicy writes every field of the images of the containers app (in containers) and init
@@ -78,33 +75,11 @@ func TestKyvernoImages(t *testing.T) {
 	if s := os.Getenv("MAPC_DIFF_N"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	engine, err := kyvernobin.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
 	docs, err := source.Parse("images.yaml", []byte(imagesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := compiler.Compile(docs, compiler.Options{})
-	if len(out.Problems) > 0 || len(out.Policies) != 2 {
-		t.Fatalf("compile: %v", out.Problems)
-	}
-	var pols []*unstructured.Unstructured
-	for _, d := range docs {
-		if kyverno.IsPolicy(d.Object) {
-			pols = append(pols, d.Object)
-		}
-	}
-	ref, err := NewKyvernoReference(engine, pols, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	namespaces := []*corev1.Namespace{namespace("default", nil)}
-	v, err := New(nil, out.Policies, Options{Namespaces: namespaces, Reference: ref})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := kyvernoVerifier(t, docs, 2, Options{Namespaces: []*corev1.Namespace{namespace("default", nil)}})
 	defer v.Close()
 	seed := uint64(7)
 	if s := os.Getenv("MAPC_DIFF_SEED"); s != "" {

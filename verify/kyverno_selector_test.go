@@ -8,8 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/mapc-dev/mapc/compiler"
-	"github.com/mapc-dev/mapc/compiler/kyverno"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
@@ -22,25 +20,8 @@ func TestKyvernoWildcardSelectorInvalidValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := compiler.Compile(docs, compiler.Options{})
-	if len(out.Problems) > 0 || len(out.Policies) != 1 {
-		t.Fatalf("compile: %v", out.Problems)
-	}
-	var pols []*unstructured.Unstructured
-	for _, d := range docs {
-		if kyverno.IsPolicy(d.Object) {
-			pols = append(pols, d.Object)
-		}
-	}
-	ref, err := NewKyvernoReference(kyvernoEngine(t), pols, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	alpha := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Labels: map[string]string{"kubernetes.io/metadata.name": "alpha", "team": "alpha"}}}
-	v, err := New(nil, out.Policies, Options{Namespaces: []*corev1.Namespace{alpha}, Reference: ref})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := kyvernoVerifier(t, docs, 1, Options{Namespaces: []*corev1.Namespace{alpha}})
 	defer v.Close()
 	for _, app := range []string{"web-", "web-x"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",

@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mapc-dev/mapc/compiler"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
+	"github.com/mapc-dev/mapc/compiler/source"
 	"github.com/mapc-dev/mapc/internal/kyvernobin"
 )
 
@@ -49,6 +52,32 @@ func kyvernoEngine(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// kyvernoVerifier compiles the Kyverno policies among docs, which must give want policies, and
+// returns a verifier of them against Kyverno's engine (opts.Reference set to it).
+func kyvernoVerifier(t *testing.T, docs []*source.Document, want int, opts Options) *Verifier {
+	t.Helper()
+	out := compiler.Compile(docs, compiler.Options{})
+	if len(out.Problems) > 0 || len(out.Policies) != want {
+		t.Fatalf("compile: %d policies, %v", len(out.Policies), out.Problems)
+	}
+	var pols []*unstructured.Unstructured
+	for _, d := range docs {
+		if kyverno.IsPolicy(d.Object) {
+			pols = append(pols, d.Object)
+		}
+	}
+	ref, err := NewKyvernoReference(kyvernoEngine(t), pols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Reference = ref
+	v, err := New(nil, out.Policies, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestKyvernoReference(t *testing.T) {

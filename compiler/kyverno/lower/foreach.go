@@ -721,7 +721,7 @@ func (r *forEachLowering) context(vars []kyverno.Variable, sc Scope) (Scope, err
 		if cv.v.virt == real {
 			for _, read := range cel.Reads(cv.v.e, "object") {
 				for _, w := range sc.Written {
-					if slices.Equal(read, w[:min(len(w), len(read))]) || slices.Equal(w, read[:min(len(w), len(read))]) {
+					if n := min(len(w), len(read)); slices.Equal(read[:n], w[:n]) { // one is a prefix of the other
 						what := "the whole object"
 						if len(read) > 0 {
 							what = strings.Join(read, ".")

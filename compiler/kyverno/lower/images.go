@@ -254,10 +254,10 @@ func (c *lowering) imageField(cur value, name string) (value, error) {
 // variable written inside the variable's text, where key (a container's name after
 // images.<list>) allows one. Kyverno splices the inner value into the text before it parses it:
 // inside quotes ("{{element.name}}") the value names the field unless it holds a quote, a
-// backslash or a control character; bare (.{{element.name}}.) only a value that is a JMESPath
-// identifier does (a name with "-" or a leading digit does not parse). Everywhere else the
-// lowering fails, as Kyverno does for every container name the API server accepts (a DNS
-// label).
+// backslash, a control character or a brace (Kyverno looks for variables in the text again);
+// bare (.{{element.name}}.) only a value that is a JMESPath identifier does (a name with "-" or
+// a leading digit does not parse). Everywhere else the lowering fails, as Kyverno does for every
+// container name the API server accepts (a DNS label).
 func (c *lowering) fieldName(name string, key bool) (cel.Expr, error) {
 	if name == "" || (name[0] != 0 && name[0] != 1) {
 		return cel.Str(name), nil
@@ -273,7 +273,7 @@ func (c *lowering) fieldName(name string, key bool) (cel.Expr, error) {
 	if iv.virt != real || iv.t != tStr || iv.lossy {
 		return nil, c.refuse("the variable written inside it must be a string (as element.name is): Kyverno splices its value into the text before parsing it")
 	}
-	pattern := `^[^"\\\x00-\x1f]*$`
+	pattern := `^[^"\\\x00-\x1f{}]*$`
 	if name[0] == 1 {
 		pattern = `^[A-Za-z_][A-Za-z0-9_]*$`
 	}

@@ -54,7 +54,7 @@ func TestKyvernoConditionMatrix(t *testing.T) {
 		"'{{ request.object.metadata.finalizers || `[]` }}'", "'{{ request.object.metadata.finalizers }}'",
 		"'{{ request.namespace }}'",
 	}
-	ops := []string{"Equals", "NotEquals", "AnyIn", "AnyNotIn", "AllIn", "AllNotIn",
+	ops := []string{"Equals", "NotEquals", "AnyIn", "AnyNotIn", "AllIn", "AllNotIn", "In", "NotIn",
 		"GreaterThan", "GreaterThanOrEquals", "LessThan", "LessThanOrEquals"}
 	var text strings.Builder
 	n := 0

@@ -152,7 +152,7 @@ func literalTypes(v any) types {
 func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 	op := strings.ToLower(c.Operator)
 	switch op {
-	case "anyin", "anynotin", "allin", "allnotin":
+	case "anyin", "anynotin", "allin", "allnotin", "in", "notin":
 		// The set operators ignore the order of a list key's or value's items.
 		sc.orderFree = true
 	}
@@ -161,6 +161,19 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 		return nil, err
 	}
 	key, kt := ko.e, ko.t
+	if op == "in" || op == "notin" {
+		// Kyverno's deprecated In and NotIn (operator/in.go, notin.go) read a string, number or
+		// boolean key against a list value as AnyIn and AnyNotIn do (keyExistsInArray is
+		// anyKeyExistsInArray's list case); a list key (whose items must be strings, or
+		// Kyverno panics) and a string value they read otherwise.
+		if kt&tList != 0 {
+			return nil, errorf(field+".key", "%s with a key that can be a list is not supported: Kyverno's %s takes a list key's items as strings and panics on others; use AnyIn, AnyNotIn, AllIn or AllNotIn", c.Operator, c.Operator)
+		}
+		if _, str := c.Value.(string); str && len(Variables(c.Value)) == 0 {
+			return nil, errorf(field+".value", "%s with a string value is not supported: Kyverno reads it as a pattern, then as a JSON list of strings compared exactly; write the value as a list", c.Operator)
+		}
+		op = map[string]string{"in": "anyin", "notin": "anynotin"}[op]
+	}
 	if key == nil {
 		key, err = cel.Value(keyLit)
 		if err != nil {
@@ -194,7 +207,7 @@ func condition1(c kyverno.Condition, sc Scope, field string) (cel.Expr, error) {
 	case "durationgreaterthan", "durationgreaterthanorequals", "durationlessthan", "durationlessthanorequals":
 		return durationOp(c.Operator, key, kt, field+".key")
 	}
-	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals)", c.Operator)
+	return nil, errorf(field+".operator", "%q is not supported yet (supported: Equals, NotEquals, AnyIn, AnyNotIn, AllIn, AllNotIn, In and NotIn with a list value, GreaterThan, GreaterThanOrEquals, LessThan, LessThanOrEquals)", c.Operator)
 }
 
 // runtimeValue is a condition whose value is a variable: a set operator's value that is a list

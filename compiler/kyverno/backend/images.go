@@ -56,7 +56,7 @@ func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *i
 				case j > i:
 					what += " (the policies are reinvoked: it can run before)"
 				}
-				return problem(p, m.rule, "", fmt.Errorf("reads images after %s can change the containers' images: Kyverno's images are those of the object the request brings, a MutatingAdmissionPolicy sees the object as earlier mutations left it; not supported", what))
+				return problem(p, m.rule, "", fmt.Errorf("reads images after %s can change the containers' images: Kyverno's images are those of the object the request brings, a MutatingAdmissionPolicy sees the object as earlier mutations left it; not supported: read the images in a rule before it", what))
 			}
 		}
 	}
@@ -79,7 +79,7 @@ func imagesAcross(ps []*kyverno.Policy, uses []*imagesUse) map[int]error {
 				}
 				for _, c := range w.Changes {
 					if overlap(r.kinds, c.kinds) {
-						out[i] = problem(ps[i], r.rule, "", fmt.Errorf("reads images, and the rule %s of %s can change the containers' images of the same kinds: Kyverno's images are those of the object the request brings, while the API server can run that policy first; not supported", c.rule.Name, ps[j].Object()))
+						out[i] = problem(ps[i], r.rule, "", fmt.Errorf("reads images, and the rule %s of %s can change the containers' images of the same kinds: Kyverno's images are those of the object the request brings, while the API server can run that policy first; not supported: put both rules in one policy, the one reading images first", c.rule.Name, ps[j].Object()))
 						break
 					}
 				}

@@ -1039,7 +1039,9 @@ func changesEphemeralContainers(r *kyverno.Rule) bool {
 	smp := func(m map[string]any) bool {
 		spec, _ := m["spec"].(map[string]any)
 		for k := range spec {
-			if mentions(k) {
+			// =(ephemeralContainers) changes nothing (lower.StrategicMerge refuses it where it
+			// could).
+			if mentions(k) && !strings.HasPrefix(k, "=(") {
 				return true
 			}
 		}

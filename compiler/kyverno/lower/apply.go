@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/mapc-dev/mapc/cel"
 	"github.com/mapc-dev/mapc/compiler/kyverno"
@@ -33,8 +35,12 @@ func Apply(apiVersion, kind string, patch map[string]any) (cel.Expr, string) {
 			}
 		}
 	}
+	dropped, err := dropEquality(patch, openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}), "")
+	if err != nil {
+		return nil, err.Error()
+	}
 	a := &applier{structs: structs}
-	obj, ok := a.object(nil, object, patch)
+	obj, ok := a.object(nil, object, dropped.(map[string]any))
 	if !ok {
 		return nil, a.why
 	}

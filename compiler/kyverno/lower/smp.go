@@ -28,6 +28,11 @@ func StrategicMerge(apiVersion, kind string, patch map[string]any) (cond, ops ce
 	g := &smp{always: rootMaps(apiVersion, kind)}
 	s := openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 	g.reach = cel.True
+	dropped, err := dropEquality(patch, s, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	patch = dropped.(map[string]any)
 	switch d, err := directive(patch, ""); {
 	case err != nil:
 		return nil, nil, err
@@ -1000,4 +1005,101 @@ func concat(parts []cel.Expr) cel.Expr {
 		out = cel.Bin("+", out, t)
 	}
 	return out
+}
+
+// dropEquality takes out of a patch the keys with the =(key) anchor where Kyverno's merge
+// leaves the object as it was. =(key) is a validate anchor, none of mutate's: Kyverno's
+// preprocessing walks it as a plain field literally named "=(key)", which the object never has.
+// Its value is refused unless it is a list of maps each with a (key) condition anchor at its top
+// (what policies that also cover initContainers or ephemeralContainers write): with no object
+// list to compare with, every item fails its condition and is deleted, and the emptied field
+// with it, so it leaves nothing to merge. Anything else would be merged as the unknown field
+// "=(key)" (which the API server drops from a built-in kind, but not from a custom resource,
+// a map's keys or a preserved value), or skip the rule (a condition or global anchor on a map,
+// a global anchor in an item), or fail it (a variable that cannot be read). s is the schema of
+// v's place: only where it names a struct's fields is a key taken out. The maps and lists
+// returned are new; the rest is shared with v.
+func dropEquality(v any, s *openapi.ResourceSchema, field string) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, key := range slices.Sorted(maps.Keys(x)) {
+			kind, name := anchor(key)
+			f := join(field, key)
+			if kind == "=" {
+				if s == nil || s.Schema == nil || len(s.Schema.Properties) == 0 {
+					return nil, errorf(f, "the =(...) anchor is not supported in a mutate rule's patch here: Kyverno's mutate anchors are (key), +(key) and <(key), and Kyverno merges =(%s) as a field of that name, which only the typed fields of a built-in kind drop", name)
+				}
+				if err := inertEquality(x[key], f); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			var fs *openapi.ResourceSchema
+			if s != nil {
+				fs = s.Field(name)
+			}
+			e, err := dropEquality(x[key], fs, f)
+			if err != nil {
+				return nil, err
+			}
+			out[key] = e
+		}
+		return out, nil
+	case []any:
+		var es *openapi.ResourceSchema
+		if s != nil {
+			es = s.Elements()
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			d, err := dropEquality(e, es, fmt.Sprintf("%s[%d]", field, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = d
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// inertEquality checks that the value of an =(key) anchor leaves nothing to merge (see
+// dropEquality).
+func inertEquality(v any, field string) error {
+	const want = "Kyverno's mutate anchors are (key), +(key) and <(key); an =(key) is translated only as a list of maps each with a (key) condition anchor at its top and no global anchor, variable or directive, which Kyverno's merge drops whole (it finds no list named \"=(key)\" in the object)"
+	items, ok := v.([]any)
+	if !ok || len(items) == 0 {
+		return errorf(field, "the =(...) anchor is not supported in a mutate rule's patch: %s", want)
+	}
+	for i, e := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		m, ok := e.(map[string]any)
+		if !ok || !hasTopCondition(m) {
+			return errorf(f, "the =(...) anchor is not supported in a mutate rule's patch: %s", want)
+		}
+		if hasGlobal(m) || hasDirective(m) || hasVariable(m) {
+			return errorf(f, "the =(...) anchor is not supported in a mutate rule's patch: %s", want)
+		}
+	}
+	return nil
+}
+
+// hasVariable: does v hold a value with variables (or a key with one)?
+func hasVariable(v any) bool {
+	switch x := v.(type) {
+	case expr:
+		return true
+	case string:
+		return strings.Contains(x, "{{")
+	case map[string]any:
+		for k, e := range x {
+			if strings.Contains(k, "{{") || hasVariable(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, hasVariable)
+	}
+	return false
 }

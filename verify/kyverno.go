@@ -81,12 +81,13 @@ type kyvernoSetup struct {
 }
 
 type kyvernoRequest struct {
-	Object    *unstructured.Unstructured `json:"object,omitempty"`
-	OldObject *unstructured.Unstructured `json:"oldObject,omitempty"`
-	Operation admissionv1.Operation      `json:"operation,omitempty"`
-	Namespace *corev1.Namespace          `json:"namespace,omitempty"`
-	UserInfo  *authenticationv1.UserInfo `json:"userInfo,omitempty"`
-	Order     []string                   `json:"order,omitempty"`
+	Object      *unstructured.Unstructured `json:"object,omitempty"`
+	OldObject   *unstructured.Unstructured `json:"oldObject,omitempty"`
+	Operation   admissionv1.Operation      `json:"operation,omitempty"`
+	SubResource string                     `json:"subResource,omitempty"`
+	Namespace   *corev1.Namespace          `json:"namespace,omitempty"`
+	UserInfo    *authenticationv1.UserInfo `json:"userInfo,omitempty"`
+	Order       []string                   `json:"order,omitempty"`
 }
 
 // kyvernoUser is who sends a request without a RefRequest.User: the user the policies' evaluator (cel/admission)
@@ -217,7 +218,7 @@ func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructur
 	if req.User != "" {
 		user = &authenticationv1.UserInfo{Username: req.User, Groups: kyvernoUser.Groups}
 	}
-	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation, UserInfo: user,
+	err := k.exchange(kyvernoRequest{Object: req.Object, OldObject: req.OldObject, Operation: req.Operation, SubResource: req.SubResource, UserInfo: user,
 		Namespace: req.Namespace, Order: k.orderOf(req)}, &resp)
 	switch {
 	case err != nil:

@@ -36,6 +36,9 @@ type RefRequest struct {
 	// kubernetes.io/metadata.name label); nil for cluster-scoped objects and Namespaces.
 	Namespace *corev1.Namespace
 	Operation admissionv1.Operation
+	// SubResource is the request's subresource ("" for the resource itself; see
+	// Case.SubResource).
+	SubResource string
 	// Order, for a reference whose engine runs its policies in an arbitrary order (an
 	// OrderedReference), names them in the order of the policies being compared (from
 	// OrderedReference.Order); nil is the reference's own order.
@@ -94,6 +97,10 @@ func newGatekeeperReference(mutators []*unstructured.Unstructured, opts Options)
 func (g *gatekeeperReference) Name() string { return "Gatekeeper" }
 
 func (g *gatekeeperReference) Admit(ctx context.Context, req RefRequest) (*unstructured.Unstructured, error) {
+	if req.SubResource != "" {
+		// Gatekeeper's webhook is installed for resources ("*"), which matches no subresource.
+		return req.Object, nil
+	}
 	return g.engine.Admit(ctx, gatekeeper.Request{Object: req.Object, OldObject: req.OldObject, Namespace: req.Namespace, Operation: req.Operation})
 }
 

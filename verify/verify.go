@@ -24,6 +24,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel/admission"
@@ -76,6 +77,10 @@ type Case struct {
 	Object    *unstructured.Unstructured
 	OldObject *unstructured.Unstructured
 	Operation admissionv1.Operation
+	// SubResource is the request's subresource: "" for the resource itself, or
+	// "ephemeralcontainers", an UPDATE of a Pod that adds ephemeral containers (kubectl debug),
+	// whose results are compared as the API server stores them (see Stored).
+	SubResource string
 	// User is who sends the request (in group system:authenticated), to both the reference and
 	// the policies; "" is the user "mapc".
 	User string
@@ -260,10 +265,17 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		res.Reason = nerr.Error()
 		return res
 	}
-	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, User: c.User})
+	if c.SubResource != "" && c.SubResource != "ephemeralcontainers" {
+		res.Reason = fmt.Sprintf("subresource %q: only ephemeralcontainers is supported", c.SubResource)
+		return res
+	}
+	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, SubResource: c.SubResource, User: c.User})
 	if werr == nil {
 		// The API server decodes a webhook's result leniently: unknown fields are dropped.
 		want, werr = normalize(want, false)
+	}
+	if werr == nil {
+		want = Stored(c.SubResource, c.OldObject, want)
 	}
 	res.Want = want
 	if werr != nil {
@@ -288,9 +300,12 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			key := strings.Join(refOrder, "\x00")
 			r, ok := wants[key]
 			if !ok {
-				r.want, r.err = v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, Order: refOrder, User: c.User})
+				r.want, r.err = v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, SubResource: c.SubResource, Order: refOrder, User: c.User})
 				if r.err == nil {
 					r.want, r.err = normalize(r.want, false)
+				}
+				if r.err == nil {
+					r.want = Stored(c.SubResource, c.OldObject, r.want)
 				}
 				wants[key] = r
 			}
@@ -301,9 +316,12 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			}
 		}
 		tr := &admission.Trace{}
-		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op, UserName: c.User})
+		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op, SubResource: c.SubResource, UserName: c.User})
 		if gerr == nil {
 			got, gerr = Normalize(got)
+		}
+		if gerr == nil {
+			got = Stored(c.SubResource, c.OldObject, got)
 		}
 		v.notes.Merge(tr)
 		ignored := ignoredFailures(tr)
@@ -324,7 +342,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 				res.Ignored = append(res.Ignored, f)
 			}
 		}
-		if v.opts.Idempotence && gerr == nil {
+		if v.opts.Idempotence && gerr == nil && c.SubResource == "" {
 			again, aerr := v.ev.Admit(ctx, sets, admission.Request{Object: got.DeepCopy(), Operation: op, UserName: c.User})
 			if aerr == nil {
 				again, aerr = Normalize(again)
@@ -346,6 +364,46 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 	res.Got = res.Want
 	res.Pass = true
 	return res
+}
+
+// Stored is what the API server stores of obj, admitted on the subresource of an update of old:
+// for "ephemeralcontainers", the Pod's update strategy for the subresource keeps old but for the
+// ephemeral containers (and name, namespace, uid, resourceVersion) of obj, whatever else the
+// admission changed; obj for the resource itself ("").
+func Stored(subresource string, old, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if subresource != "ephemeralcontainers" || old == nil || obj == nil {
+		return obj
+	}
+	out := old.DeepCopy()
+	out.SetName(obj.GetName())
+	out.SetNamespace(obj.GetNamespace())
+	out.SetUID(obj.GetUID())
+	out.SetResourceVersion(obj.GetResourceVersion())
+	if l, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "ephemeralContainers"); ok {
+		_ = unstructured.SetNestedField(out.Object, runtime.DeepCopyJSONValue(l), "spec", "ephemeralContainers")
+	} else {
+		unstructured.RemoveNestedField(out.Object, "spec", "ephemeralContainers")
+	}
+	return out
+}
+
+// Debug is a Pod (v1) with an ephemeral container added, as kubectl debug adds one with the
+// pods/ephemeralcontainers subresource (an UPDATE of the Pod, see Stored); nil for other objects.
+func Debug(pod *unstructured.Unstructured) *unstructured.Unstructured {
+	if pod.GetAPIVersion() != "v1" || pod.GetKind() != "Pod" {
+		return nil
+	}
+	out := pod.DeepCopy()
+	list, _, _ := unstructured.NestedSlice(out.Object, "spec", "ephemeralContainers")
+	name := "debugger"
+	for i := 0; slices.ContainsFunc(list, func(c any) bool { m, _ := c.(map[string]any); return m["name"] == name }); i++ {
+		name = fmt.Sprintf("debugger-%d", i+1)
+	}
+	list = append(list, map[string]any{"name": name, "image": "busybox:1.36", "stdin": true, "tty": true})
+	if err := unstructured.SetNestedSlice(out.Object, list, "spec", "ephemeralContainers"); err != nil {
+		return nil
+	}
+	return out
 }
 
 // refResult is the reference's result for one order of its policies.

@@ -72,8 +72,12 @@ type Request struct {
 	Object    *unstructured.Unstructured
 	OldObject *unstructured.Unstructured // for UPDATE
 	Operation admissionv1.Operation      // default CREATE
-	UserName  string                     // default "mapc"
-	DryRun    bool
+	// SubResource is the request's subresource ("" for the resource itself), e.g.
+	// "ephemeralcontainers" for an UPDATE of a Pod's ephemeral containers: the policies whose
+	// resourceRules name "pods/ephemeralcontainers" are called for it.
+	SubResource string
+	UserName    string // default "mapc"
+	DryRun      bool
 }
 
 // Evaluator admits objects through the API server's MutatingAdmissionPolicy
@@ -423,7 +427,7 @@ func (e *Evaluator) attributes(req Request) (admission.Attributes, error) {
 	}
 
 	userInfo := &user.DefaultInfo{Name: userName, Groups: []string{user.AllAuthenticated}}
-	return admission.NewAttributesRecord(obj, oldObj, gvk, namespace, objMeta.GetName(), gvr, "", op, opOptions, req.DryRun, userInfo), nil
+	return admission.NewAttributesRecord(obj, oldObj, gvk, namespace, objMeta.GetName(), gvr, req.SubResource, op, opOptions, req.DryRun, userInfo), nil
 }
 
 // resourceFor maps a kind to its resource and scope. Kinds unknown to the

@@ -144,6 +144,10 @@ type Request struct {
 	OldObject *unstructured.Unstructured `json:"oldObject,omitempty"` // UPDATE and DELETE
 	// Operation is CREATE (default), UPDATE, DELETE or CONNECT.
 	Operation admissionv1.Operation `json:"operation,omitempty"`
+	// SubResource is the request's subresource ("" for the resource itself), e.g.
+	// "ephemeralcontainers": an UPDATE of a Pod's ephemeral containers (kubectl debug), for which
+	// Kyverno's webhooks are called wherever a policy has Pod rules.
+	SubResource string `json:"subResource,omitempty"`
 	// Namespace is the request's namespace object (for namespaceSelector); nil is a namespace
 	// with only its kubernetes.io/metadata.name label.
 	Namespace *corev1.Namespace `json:"namespace,omitempty"`
@@ -527,16 +531,18 @@ func (e *Engine) Admit(ctx context.Context, req Request) (resp Response) {
 	call := func(i int) (changed bool, denied string, err error) {
 		ar := handlers.AdmissionRequest{
 			AdmissionRequest: admissionv1.AdmissionRequest{
-				UID:             types.UID(fmt.Sprintf("request-%d", i)),
-				Kind:            metav1.GroupVersionKind(gvk),
-				Resource:        metav1.GroupVersionResource(gvr),
-				RequestKind:     ptr(metav1.GroupVersionKind(gvk)),
-				RequestResource: ptr(metav1.GroupVersionResource(gvr)),
-				Name:            subject.GetName(),
-				Namespace:       nsName,
-				Operation:       op,
-				UserInfo:        user,
-				DryRun:          ptr(false),
+				UID:                types.UID(fmt.Sprintf("request-%d", i)),
+				Kind:               metav1.GroupVersionKind(gvk),
+				Resource:           metav1.GroupVersionResource(gvr),
+				RequestKind:        ptr(metav1.GroupVersionKind(gvk)),
+				RequestResource:    ptr(metav1.GroupVersionResource(gvr)),
+				RequestSubResource: req.SubResource,
+				Name:               subject.GetName(),
+				Namespace:          nsName,
+				Operation:          op,
+				UserInfo:           user,
+				DryRun:             ptr(false),
+				SubResource:        req.SubResource,
 			},
 			GroupVersionKind: gvk,
 		}

@@ -71,6 +71,12 @@ spec:
     image: nginx
 `
 
+// debugged is the pod with an ephemeral container, as kubectl debug adds one.
+const debugged = pod + `  ephemeralContainers:
+  - name: debugger
+    image: busybox
+`
+
 func obj(t *testing.T, y string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
@@ -148,6 +154,7 @@ spec:
 		object    string
 		old       string
 		op        admissionv1.Operation
+		sub       string // the request's subresource
 		namespace *corev1.Namespace
 		order     []string
 		want      *unstructured.Unstructured // nil: the object unchanged
@@ -363,6 +370,28 @@ spec:
 		old:      pod,
 		op:       admissionv1.Update,
 	}, {
+		name:     "Pod rules run on pods/ephemeralcontainers (kubectl debug)",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		object:   debugged,
+		old:      pod,
+		op:       admissionv1.Update,
+		sub:      "ephemeralcontainers",
+		want:     edit(t, debugged, func(o map[string]any) { labels(o)["team"] = "payments" }),
+	}, {
+		name:     "rules for other kinds do not run on pods/ephemeralcontainers",
+		policies: []string{policy("team", "", "rules:\n"+strings.Replace(labelRule("team", "team", "payments"), "kinds: [Pod]", "kinds: [Deployment]", 1))},
+		object:   debugged,
+		old:      pod,
+		op:       admissionv1.Update,
+		sub:      "ephemeralcontainers",
+	}, {
+		name:     "Pod rules do not run on pods/status",
+		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
+		object:   pod,
+		old:      pod,
+		op:       admissionv1.Update,
+		sub:      "status",
+	}, {
 		name:     "DELETE is not mutated",
 		policies: []string{policy("team", "", "rules:\n"+labelRule("team", "team", "payments"))},
 		object:   pod,
@@ -487,7 +516,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := Request{Object: obj(t, tc.object), Operation: tc.op, Namespace: tc.namespace, Order: tc.order}
+			req := Request{Object: obj(t, tc.object), Operation: tc.op, SubResource: tc.sub, Namespace: tc.namespace, Order: tc.order}
 			if tc.old != "" {
 				req.OldObject = obj(t, tc.old)
 			}

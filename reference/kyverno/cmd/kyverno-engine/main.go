@@ -7,7 +7,8 @@
 // It speaks JSON lines on standard input and output. The first input line is the setup
 // (kyverno.Setup: the policies, Kyverno's ConfigMap data, custom resources); it is answered with
 // {"ready":true} or {"error":"..."} (then the program exits with status 1). Every further line is
-// one request (kyverno.Request: object, oldObject, operation, namespace, userInfo, order),
+// one request (kyverno.Request: object, oldObject, operation, subResource, namespace, userInfo,
+// order),
 // answered by one line (kyverno.Response: the resulting object, Kyverno's denial, or an error).
 // The program ends at the end of its input.
 package main

@@ -202,6 +202,10 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 		if ref != nil && d.Object.GetKind() != "Namespace" {
 			// Kyverno's rules run again on every update: an update that changes nothing.
 			objCases = append(objCases, verify.Case{Name: "UPDATE " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"})
+			if debug := verify.Debug(d.Object); debug != nil {
+				// Kyverno runs the Pod rules on pods/ephemeralcontainers too.
+				objCases = append(objCases, verify.Case{Name: "EPHEMERAL " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: debug, OldObject: d.Object, Operation: "UPDATE", SubResource: "ephemeralcontainers"})
+			}
 		}
 	}
 	var cases []verify.Case

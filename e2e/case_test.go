@@ -46,6 +46,10 @@ type testCase struct {
 	// kyvernoConfig is Kyverno's ConfigMap as installed (nil: its defaults), for the compiler and
 	// Kyverno's engine.
 	kyvernoConfig *source.Document
+	// debug: each Pod, once created with the policies, also gets an ephemeral container as
+	// kubectl debug adds one (an UPDATE of pods/ephemeralcontainers), which Kyverno's webhook is
+	// called for.
+	debug bool
 }
 
 // engineEvaluator names the in-process evaluator in reports.
@@ -72,6 +76,7 @@ type outcome struct {
 // prediction is one request to the API server and what each engine says it will store.
 type prediction struct {
 	op       admissionv1.Operation
+	sub      string                     // the request's subresource ("" for the resource itself)
 	input    *unstructured.Unstructured // the object as the API server presents it to admission
 	old      *unstructured.Unstructured
 	outcomes []outcome
@@ -88,6 +93,9 @@ type item struct {
 	updateIn   *unstructured.Unstructured // created + the update annotation (or label)
 	onCreate   *prediction
 	onUpdate   *prediction
+	// debugContainer is the ephemeral container added to a Pod (testCase.debug), as the API
+	// server presents it to admission (defaulted).
+	debugContainer map[string]any
 }
 
 // counters for the summary line.
@@ -104,6 +112,7 @@ type runner struct {
 	// unless the language's policies run in any order (language.anyOrder).
 	evOrders    [][]int
 	updateLabel bool
+	debug       bool
 	nss         map[string]*corev1.Namespace // the namespaces the objects live in, as the API server has them
 	items       []*item
 	// saved are immortal namespaces as they were before the case changed them.
@@ -185,7 +194,7 @@ func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv
 			mutators = append(mutators, d.Object)
 		}
 	}
-	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}, updateLabel: tc.updateLabel}
+	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}, updateLabel: tc.updateLabel, debug: tc.debug}
 	var kyvernoConfig map[string]string
 	if tc.kyvernoConfig != nil {
 		kyvernoConfig, _, _ = unstructured.NestedStringMap(tc.kyvernoConfig.Object.Object, "data")
@@ -335,6 +344,9 @@ func (r *runner) prepare() {
 			continue
 		}
 		it.onUpdate = r.predictUpdate(it)
+		if r.debug {
+			r.prepareDebug(it)
+		}
 	}
 	for _, it := range r.items {
 		if it.isNS {
@@ -438,6 +450,11 @@ func (r *runner) predict(it *item, op admissionv1.Operation, input, old *unstruc
 
 // evaluate runs the in-process evaluator with the compiled policies in each of r.evOrders.
 func (r *runner) evaluate(input, old *unstructured.Unstructured, op admissionv1.Operation) *candidates {
+	return r.evaluateSub(input, old, op, "")
+}
+
+// evaluateSub is evaluate for a request on a subresource.
+func (r *runner) evaluateSub(input, old *unstructured.Unstructured, op admissionv1.Operation, sub string) *candidates {
 	cs := &candidates{}
 	for _, order := range r.evOrders {
 		sets := make([]admission.PolicySet, len(order))
@@ -448,7 +465,7 @@ func (r *runner) evaluate(input, old *unstructured.Unstructured, op admissionv1.
 		if len(r.evOrders) == 1 {
 			names = nil
 		}
-		obj, err := r.ev.Admit(r.ctx, sets, admission.Request{Object: input.DeepCopy(), OldObject: old, Operation: op})
+		obj, err := r.ev.Admit(r.ctx, sets, admission.Request{Object: input.DeepCopy(), OldObject: old, Operation: op, SubResource: sub})
 		cs.add(candidate{order: names, raw: obj, denied: err})
 	}
 	return cs
@@ -473,7 +490,11 @@ func (r *runner) exercise() {
 			r.t.Fatalf("%s: deleting it: %v", it.key, err)
 		}
 		got, err := c.create(ctx, it.gvr, it.obj, false)
-		r.check(it, it.onCreate, r.readBack(it, got, err))
+		res := r.readBack(it, got, err)
+		r.check(it, it.onCreate, res)
+		if it.debugContainer != nil && res.err == nil {
+			r.exerciseDebug(it, res.obj)
+		}
 	}
 	// Updates of the namespaces, then creates (of those that can be deleted).
 	for _, it := range r.items {
@@ -496,6 +517,76 @@ func (r *runner) exercise() {
 	}
 }
 
+// prepareDebug, for a Pod, dry-runs kubectl debug's request with no policy bound to see the
+// ephemeral container as the API server presents it to admission (defaulted).
+func (r *runner) prepareDebug(it *item) {
+	if it.created == nil {
+		return
+	}
+	in := verify.Debug(it.created)
+	if in == nil {
+		return
+	}
+	presented, err := r.c.updateSubresource(r.ctx, it.gvr, in, ephemeralContainers, true)
+	if err != nil {
+		r.t.Errorf("%s: dry-run update of %s with no policy bound: %v", it.key, ephemeralContainers, err)
+		return
+	}
+	list, _, _ := unstructured.NestedSlice(presented.Object, "spec", "ephemeralContainers")
+	if len(list) == 0 {
+		r.t.Errorf("%s: the dry-run update of %s stored no ephemeral container", it.key, ephemeralContainers)
+		return
+	}
+	it.debugContainer, _ = list[len(list)-1].(map[string]any)
+}
+
+// exerciseDebug sends kubectl debug's request for a Pod the policies created (stored): an UPDATE
+// of pods/ephemeralcontainers adding it.debugContainer. The engines predict it from the stored
+// Pod, and their results are taken as the API server stores them (verify.Stored: the update
+// strategy keeps only the ephemeral containers), not through a dry run: the policies are bound.
+// A field the result adds that the API server would default is then reported as a difference.
+func (r *runner) exerciseDebug(it *item, stored *unstructured.Unstructured) {
+	old := stored.DeepCopy()
+	unstructured.RemoveNestedField(old.Object, "metadata", "managedFields")
+	in := old.DeepCopy()
+	list, _, _ := unstructured.NestedSlice(in.Object, "spec", "ephemeralContainers")
+	list = append(list, runtime.DeepCopyJSONValue(it.debugContainer))
+	if err := unstructured.SetNestedSlice(in.Object, list, "spec", "ephemeralContainers"); err != nil {
+		r.t.Fatal(err)
+	}
+	var ns *corev1.Namespace
+	if it.namespaced {
+		ns = r.nss[it.obj.GetNamespace()]
+	}
+	p := &prediction{op: admissionv1.Update, sub: ephemeralContainers, input: in, old: old}
+	refs := r.ref.admit(r.ctx, verify.RefRequest{Object: in.DeepCopy(), OldObject: old, Namespace: ns, Operation: admissionv1.Update, SubResource: "ephemeralcontainers"})
+	evs := r.evaluateSub(in, old, admissionv1.Update, "ephemeralcontainers")
+	for _, e := range []struct {
+		engine string
+		cs     *candidates
+	}{{r.ref.name(), refs}, {engineEvaluator, evs}} {
+		var first outcome
+		for i, cand := range e.cs.list {
+			o := outcome{engine: e.engine, raw: cand.raw, denied: cand.denied, order: cand.order}
+			if o.denied == nil {
+				o.server = verify.Stored("ephemeralcontainers", old, cand.raw)
+			}
+			if i == 0 {
+				first = o
+			} else {
+				first.others = append(first.others, o)
+			}
+		}
+		first.orders = e.cs.tried
+		p.outcomes = append(p.outcomes, first)
+	}
+	got, err := r.c.updateSubresource(r.ctx, it.gvr, in, ephemeralContainers, false)
+	r.check(it, p, r.readBack(it, got, err))
+}
+
+// ephemeralContainers is the subresource kubectl debug updates.
+const ephemeralContainers = "ephemeralcontainers"
+
 // readBack reads a written object back from the API server.
 func (r *runner) readBack(it *item, written *unstructured.Unstructured, err error) result {
 	if err != nil {
@@ -516,6 +607,9 @@ type result struct {
 // check compares what the API server did with what each engine predicted.
 func (r *runner) check(it *item, p *prediction, got result) {
 	what := fmt.Sprintf("%s %s", p.op, it.key)
+	if p.sub != "" {
+		what = fmt.Sprintf("%s %s (%s)", p.op, it.key, p.sub)
+	}
 	if ref := p.outcomes[0]; ref.denied == nil {
 		if equalJSON(clean(ref.raw).Object, clean(p.input).Object) {
 			objectsUntouched.Add(1)

@@ -195,6 +195,15 @@ func (c *cluster) update(ctx context.Context, gvr schema.GroupVersionResource, o
 	return c.client(gvr, o.GetNamespace()).Update(ctx, o.DeepCopy(), opts)
 }
 
+// updateSubresource updates a subresource of an object (dry run or not).
+func (c *cluster) updateSubresource(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured, sub string, dry bool) (*unstructured.Unstructured, error) {
+	opts := metav1.UpdateOptions{FieldManager: "mapc-e2e"}
+	if dry {
+		opts.DryRun = dryRun
+	}
+	return c.client(gvr, o.GetNamespace()).Update(ctx, o.DeepCopy(), opts, sub)
+}
+
 func (c *cluster) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	return c.client(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
 }

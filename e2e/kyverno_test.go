@@ -38,6 +38,7 @@ func TestKyverno(t *testing.T) {
 			mutators:    readMutators(t, files...),
 			objects:     readObjects(t, kyvernoObjectsDir),
 			updateLabel: true,
+			debug:       true,
 		})
 	})
 	dirs, _ := filepath.Glob(filepath.Join(kyvernoGoldenDir, "*"))
@@ -84,6 +85,7 @@ func TestKyverno(t *testing.T) {
 				kubeVersion:    cfg.KubernetesVersion,
 				skipOnProblems: true,
 				updateLabel:    true,
+				debug:          true,
 				kyvernoConfig:  kyvernoConfig,
 			})
 		})

@@ -250,9 +250,6 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			return nil, 0, problem(p, r, "match", err)
 		}
 		kinds = append(kinds, rk...)
-		if (slices.Contains(rk, gk{Version: "v1", Kind: "Pod"}) || hasAnyKind(rk)) && changesEphemeralContainers(r) {
-			return nil, 0, problem(p, r, "mutate", errors.New("changes ephemeral containers: Kyverno's webhook is also called for pods/ephemeralcontainers wherever a policy has Pod rules (kubectl debug adds ephemeral containers there) and runs the Pod rules on it; the compiled policy does not intercept that subresource yet, so the ephemeral containers added later would not be changed: keep this rule on Kyverno, or leave the ephemeral containers out of it"))
-		}
 		guard, err := lower.Rule(p, r)
 		if err != nil {
 			return nil, 0, problem(p, r, "match", err)
@@ -920,6 +917,9 @@ func perKindOr(kinds []gk, none cel.Expr, lowerKind func(apiVersion, kind string
 
 // resourceRules are the policy's matchConstraints: every kind of every rule, on CREATE and
 // UPDATE (the requests Kyverno's mutating webhook is called for); each mutation checks its own.
+// Where pods are, pods/ephemeralcontainers is too, as Kyverno's webhook has it: Kyverno runs
+// the Pod rules on a request adding ephemeral containers (kubectl debug), an UPDATE of the Pod
+// of which the API server keeps only the ephemeral containers.
 func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
 	if hasAnyKind(kinds) {
 		// Every resource, as Kyverno's webhook for a policy of kinds "*" (its rules test each
@@ -927,7 +927,7 @@ func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistratio
 		scope := admissionregistrationv1.AllScopes
 		return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers}, Scope: &scope},
 		}}}
 	}
 	byGroup := map[string][]string{}
@@ -948,6 +948,9 @@ func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistratio
 	var out []admissionregistrationv1.NamedRuleWithOperations
 	for _, g := range groups {
 		res := byGroup[g]
+		if g == "" && contains(res, "pods") {
+			res = append(res, ephemeralContainers)
+		}
 		sort.Strings(res)
 		scope := admissionregistrationv1.AllScopes
 		out = append(out, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -957,6 +960,9 @@ func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistratio
 	}
 	return out
 }
+
+// ephemeralContainers is the subresource of a Pod's ephemeral containers.
+const ephemeralContainers = "pods/ephemeralcontainers"
 
 func contains(s []string, x string) bool {
 	for _, y := range s {
@@ -1029,34 +1035,6 @@ func readsWritten(reads [][]string, written []string, n int) error {
 
 func isPrefix(prefix, s []string) bool {
 	return len(prefix) <= len(s) && slices.Equal(prefix, s[:len(prefix)])
-}
-
-// changesEphemeralContainers: can the rule write spec.ephemeralContainers of a Pod (a strategic
-// merge or JSON patch there, a foreach over them)? Only the ephemeralcontainers subresource
-// changes them, which the compiled policies do not intercept.
-func changesEphemeralContainers(r *kyverno.Rule) bool {
-	mentions := func(s string) bool { return strings.Contains(s, "ephemeralContainers") }
-	smp := func(m map[string]any) bool {
-		spec, _ := m["spec"].(map[string]any)
-		for k := range spec {
-			// =(ephemeralContainers) changes nothing (lower.StrategicMerge refuses it where it
-			// could).
-			if mentions(k) && !strings.HasPrefix(k, "=(") {
-				return true
-			}
-		}
-		return false
-	}
-	ops := func(ops []kyverno.Op) bool {
-		return slices.ContainsFunc(ops, func(o kyverno.Op) bool { return mentions(o.Path) })
-	}
-	var each func(fes []kyverno.ForEach) bool
-	each = func(fes []kyverno.ForEach) bool {
-		return slices.ContainsFunc(fes, func(fe kyverno.ForEach) bool {
-			return mentions(fe.List) || smp(fe.StrategicMerge) || ops(fe.JSON6902) || each(fe.ForEach)
-		})
-	}
-	return smp(r.StrategicMerge) || ops(r.JSON6902) || each(r.ForEach)
 }
 
 // onlyLabelsAndAnnotations checks that a patch of a rule for every kind sets only labels and

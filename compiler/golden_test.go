@@ -198,14 +198,11 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 			}
 			nss = append(nss, ns)
 		}
-		objCases = append(objCases, verify.Case{Object: d.Object})
-		if ref != nil && d.Object.GetKind() != "Namespace" {
-			// Kyverno's rules run again on every update: an update that changes nothing.
-			objCases = append(objCases, verify.Case{Name: "UPDATE " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"})
-			if debug := verify.Debug(d.Object); debug != nil {
-				// Kyverno runs the Pod rules on pods/ephemeralcontainers too.
-				objCases = append(objCases, verify.Case{Name: "EPHEMERAL " + d.Object.GetKind() + "/" + d.Object.GetName(), Object: debug, OldObject: d.Object, Operation: "UPDATE", SubResource: "ephemeralcontainers"})
-			}
+		if ref != nil {
+			// Kyverno's rules run again on every update, and on kubectl debug's.
+			objCases = append(objCases, verify.KyvernoCases(d.Object)...)
+		} else {
+			objCases = append(objCases, verify.Case{Object: d.Object})
 		}
 	}
 	var cases []verify.Case

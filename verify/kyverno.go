@@ -233,6 +233,24 @@ func (k *KyvernoReference) Admit(_ context.Context, req RefRequest) (*unstructur
 	return resp.Object, nil
 }
 
+// KyvernoCases are the requests obj is admitted with to verify Kyverno policies, whose rules run
+// on every request Kyverno's webhook is called for: obj created; updated with no change (obj as
+// its own old object: the rules run again, on an object they may have mutated before); and, for
+// a Pod, kubectl debug's update of pods/ephemeralcontainers adding a container (see Debug). A
+// Namespace is created only (the update of a namespace is a request on the namespace itself).
+func KyvernoCases(obj *unstructured.Unstructured) []Case {
+	cs := []Case{{Object: obj}}
+	if obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" {
+		return cs
+	}
+	name := caseName(obj)
+	cs = append(cs, Case{Name: "UPDATE " + name, Object: obj, OldObject: obj, Operation: admissionv1.Update})
+	if debug := Debug(obj); debug != nil {
+		cs = append(cs, Case{Name: "UPDATE pods/ephemeralcontainers " + name, Object: debug, OldObject: obj, Operation: admissionv1.Update, SubResource: "ephemeralcontainers"})
+	}
+	return cs
+}
+
 // NamespaceUses lists the namespaceSelectors of the policies' rules (match and exclude) whose
 // kinds name obj's kind (or any kind, or Pod, which Kyverno's autogen extends to the pod
 // controllers) and which look at a label other than kubernetes.io/metadata.name, and the

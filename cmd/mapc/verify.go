@@ -48,6 +48,12 @@ with a diff (the engine's result to the policies' result) and the failing policy
 "N passed, M failed". Exit status 1 if any object differs or any input policy is refused. On a
 terminal, a run longer than a second shows how far it is on stderr.
 
+Kyverno's rules run on every request its webhook is called for: with Kyverno policies, each
+object is also updated with no change ("UPDATE Kind/namespace/name", the object as its own old
+object), and each Pod gets an ephemeral container as kubectl debug adds one ("UPDATE
+pods/ephemeralcontainers ...", compared as the API server stores it: only the ephemeral
+containers change).
+
 Documents are told apart by kind: Gatekeeper mutators, or Kyverno ClusterPolicies and Policies
 (one language per run); objects to admit (everything else); Namespace objects are admitted too
 and give namespaceSelector its labels. MutatingAdmissionPolicies among -f are ignored: to
@@ -261,16 +267,30 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
+	// Kyverno's rules run on updates and kubectl debug's requests too, and may act on them
+	// otherwise than on creates.
+	var cases []verify.Case
+	for _, obj := range objects {
+		if len(kyvDocs) > 0 {
+			cases = append(cases, verify.KyvernoCases(obj)...)
+		} else {
+			cases = append(cases, verify.Case{Object: obj})
+		}
+	}
+	what := "object(s)"
+	if len(cases) != len(objects) {
+		what = "request(s)"
+	}
 	var rs []verify.Result
 	failed := 0
 	var mu sync.Mutex
 	done := progress(stderr, func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		return fmt.Sprintf("verifying %d of %d objects, %d failed", min(len(rs)+1, len(objects)), len(objects), failed)
+		return fmt.Sprintf("verifying %d of %d %s, %d failed", min(len(rs)+1, len(cases)), len(cases), what, failed)
 	})
-	for _, obj := range objects {
-		r := v.Check(ctx, verify.Case{Object: obj})
+	for _, c := range cases {
+		r := v.Check(ctx, c)
 		mu.Lock()
 		if !r.Pass {
 			failed++
@@ -294,7 +314,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		return &exitError{code: 1, err: err}
 	}
 	if failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d object(s) are not mutated as %s mutates them", failed, len(rs), engine)}
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d %s are not mutated as %s mutates them", failed, len(rs), what, engine)}
 	}
 	return nil
 }

@@ -40,9 +40,10 @@ func TestVerifyKyverno(t *testing.T) {
 
 	tests := []cliCase{
 		{
-			name:   "a correct hand-written policy passes",
-			args:   []string{"-f", policy, "-f", pod, "--policies", good, "--kyverno-engine", engine},
-			stdout: []string{"PASS Pod/default/app (1 policy orders)", "1 passed, 0 failed"},
+			name: "a correct hand-written policy passes",
+			args: []string{"-f", policy, "-f", pod, "--policies", good, "--kyverno-engine", engine},
+			stdout: []string{"PASS Pod/default/app (1 policy orders)", "PASS UPDATE Pod/default/app (1 policy orders)",
+				"PASS UPDATE pods/ephemeralcontainers Pod/default/app (1 policy orders)", "3 passed, 0 failed"},
 		},
 		{
 			name: "a wrong hand-written policy fails, with a diff from Kyverno's result",
@@ -52,10 +53,13 @@ func TestVerifyKyverno(t *testing.T) {
 				"FAIL Pod/default/app: the policies mutate the object differently from Kyverno\n",
 				"  --- kyverno\n  +++ policies\n",
 				"  -    owner: admin\n  +    owner: root\n",
-				"0 passed, 1 failed\n",
+				"FAIL UPDATE Pod/default/app: the policies mutate the object differently from Kyverno\n",
+				// The label written there is not stored.
+				"PASS UPDATE pods/ephemeralcontainers Pod/default/app",
+				"1 passed, 2 failed\n",
 			},
 			noStdout: []string{"gatekeeper", "Gatekeeper"},
-			stderr:   []string{"1 of 1 object(s) are not mutated as Kyverno mutates them"},
+			stderr:   []string{"2 of 3 request(s) are not mutated as Kyverno mutates them"},
 		},
 		{
 			name:   "Gatekeeper mutators and Kyverno policies together",
@@ -82,7 +86,7 @@ func TestVerifyKyvernoEngineFromEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, "", "verify", "-f", writeFile(t, dir, "policy.yaml", ownerClusterPolicy+"---\n"+podV1),
 		"--policies", writeFile(t, dir, "good.yaml", ownerPolicy+"---\n"+ownerBinding))
-	if code != 0 || !strings.Contains(stdout, "1 passed, 0 failed") {
+	if code != 0 || !strings.Contains(stdout, "3 passed, 0 failed") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

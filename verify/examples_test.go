@@ -74,8 +74,9 @@ func TestExamplesMatchGatekeeper(t *testing.T) {
 	}
 }
 
-// TestExamplesMatchKyverno admits the Kyverno examples' objects, on CREATE and on an UPDATE that
-// changes nothing, through Kyverno's engine and through the compiled policies, in every order.
+// TestExamplesMatchKyverno admits the Kyverno examples' objects (KyvernoCases: on CREATE, on an
+// UPDATE that changes nothing, a Pod on kubectl debug's request), through Kyverno's engine and
+// through the compiled policies, in every order.
 func TestExamplesMatchKyverno(t *testing.T) {
 	docs, err := source.ReadPaths([]string{"../examples/kyverno/policies"}, nil)
 	if err != nil {
@@ -113,7 +114,7 @@ func TestExamplesMatchKyverno(t *testing.T) {
 	}
 	var rs []Result
 	for _, d := range objDocs {
-		for _, c := range []Case{{Object: d.Object}, {Name: "UPDATE " + caseName(d.Object), Object: d.Object, OldObject: d.Object, Operation: "UPDATE"}} {
+		for _, c := range KyvernoCases(d.Object) {
 			r := v.Check(context.Background(), c)
 			rs = append(rs, r)
 			if !r.Pass {

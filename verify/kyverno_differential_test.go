@@ -23,7 +23,8 @@ import (
 // compiles, and admits generated objects (Pods, Deployments, CronJobs, ConfigMaps with random
 // containers, images, labels, annotations, data and namespaces, with empty strings and letters
 // outside ASCII for the variables' functions) through Kyverno's engine and
-// the compiled policies, on CREATE and on UPDATE, in every policy order. MAPC_DIFF_N sets the
+// the compiled policies, on CREATE, on UPDATE and a Pod on kubectl debug's request
+// (KyvernoCases), in every policy order. MAPC_DIFF_N sets the
 // objects per case (default 40), MAPC_DIFF_SEED the seed.
 func TestKyvernoDifferential(t *testing.T) {
 	n := 40
@@ -79,7 +80,7 @@ func TestKyvernoDifferential(t *testing.T) {
 			failed := 0
 			for i := 0; i < n && failed < 3; i++ {
 				obj := generateObject(r, i, namespaces)
-				for _, kc := range []Case{{Object: obj}, {Name: "UPDATE " + caseName(obj), Object: obj, OldObject: obj, Operation: "UPDATE"}} {
+				for _, kc := range KyvernoCases(obj) {
 					res := v.Check(context.Background(), kc)
 					if !res.Pass {
 						failed++

@@ -17,7 +17,8 @@ import (
 
 // imagesPolicy writes every field of the images of the containers app (in containers) and init
 // (in initContainers) into annotations: what Kyverno's GetImageInfo makes of an image, or the
-// rule's failure where one image does not parse; and image_normalize of the annotation image.
+// rule's failure where one image does not parse; image_normalize of the annotation image; and
+// labels from the sets of all containers' registries and tags (images.<list>.*.<field>).
 const imagesPolicy = `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata:
@@ -63,6 +64,48 @@ spec:
         metadata:
           annotations:
             normalized: "{{ image_normalize(request.object.metadata.annotations.image) }}"
+---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: image-sets
+  annotations:
+    pod-policies.kyverno.io/autogen-controllers: none
+spec:
+  rules:
+  - name: docker-hub
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    preconditions:
+      any:
+      - key: docker.io
+        operator: AnyIn
+        value: "{{ images.containers.*.registry || ` + "`[]`" + ` }}"
+      - key: docker.io
+        operator: In
+        value: "{{ images.initContainers.*.registry || ` + "`[]`" + ` }}"
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            docker-hub: "true"
+  - name: all-pinned
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    preconditions:
+      all:
+      - key: "{{ images.containers.*.tag }}"
+        operator: AllNotIn
+        value: [latest]
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            pinned: "true"
 `
 
 // TestKyvernoImages admits Pods whose images are made of random parts of distribution/
@@ -79,7 +122,7 @@ func TestKyvernoImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := kyvernoVerifier(t, docs, 2, Options{Namespaces: []*corev1.Namespace{namespace("default", nil)}})
+	v := kyvernoVerifier(t, docs, 3, Options{Namespaces: []*corev1.Namespace{namespace("default", nil)}})
 	defer v.Close()
 	seed := uint64(7)
 	if s := os.Getenv("MAPC_DIFF_SEED"); s != "" {

@@ -111,6 +111,10 @@ type lowering struct {
 	// by a set operator (Scope.orderFree), or the first argument of sort, length or contains
 	// (orderFreeArgument).
 	unorderedNext bool
+	// free: the node lower is called for is read where the order of its items changes
+	// nothing: the whole variable read by a set operator (Scope.orderFree), or an operand of ||
+	// there. Each call of lower takes it for its node alone.
+	free bool
 }
 
 // isKeysCall: is n keys(p) or p.keys(@), p a path of fields and indices (whose lowering calls
@@ -197,6 +201,7 @@ func variableIn(s string, sc Scope, inner []value, src string) (value, error) {
 		return value{}, c.refuse("not JMESPath Kyverno can read (%v): Kyverno fails the rule", err)
 	}
 	c.unorderedNext = sc.orderFree && isKeysCall(n)
+	c.free = sc.orderFree
 	v, err := c.lower(n, value{virt: vRoot})
 	if err != nil {
 		return value{}, err
@@ -214,6 +219,8 @@ const lossyWhy = "serviceAccountNamespace is Kyverno's cut of the user name at i
 
 // lower lowers node n, evaluated on the current value cur (the context at the top).
 func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
+	free := c.free
+	c.free = false
 	switch n.NodeType {
 	case jmespath.ASTField:
 		return c.field(cur, n.Value.(string))
@@ -266,7 +273,14 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		return cur, nil
 	case jmespath.ASTOrExpression:
-		l, r, err := c.operands(n, cur)
+		// x || y is x or y: where the order of its items changes nothing, neither's does.
+		c.free = free
+		l, err := c.operand(n.Children[0], cur)
+		if err != nil {
+			return value{}, err
+		}
+		c.free = free
+		r, err := c.operand(n.Children[1], cur)
 		if err != nil {
 			return value{}, err
 		}
@@ -349,6 +363,8 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		return c.call(n, cur)
 	case jmespath.ASTProjection, jmespath.ASTFilterProjection:
 		return c.projection(n, cur)
+	case jmespath.ASTValueProjection:
+		return c.valueProjection(n, cur, free)
 	}
 	return value{}, c.refuse("%s not supported yet", nodeName(n))
 }
@@ -439,6 +455,65 @@ func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 	}
 	v := found(e, t, false)
 	v.items = out &^ tNull
+	return v, nil
+}
+
+// valueProjection lowers m.*.r, a projection of the values of the object m, where free says the
+// order of the result's items changes nothing (Kyverno's follows Go's random map order).
+// Supported: m the entries of one list of Kyverno's images (images.<list>, keyed by container
+// name: the last container of a name with an image that is not blank), r a field of an entry. As
+// go-jmespath evaluates it: m missing (no such list: no container there has an image, or the
+// object has no containers) gives null; else r of each entry, those where it is missing (an
+// empty registry, tag or digest) left out.
+func (c *lowering) valueProjection(n jmespath.ASTNode, cur value, free bool) (value, error) {
+	if !free {
+		return value{}, c.refuse("a projection of an object's values (*) follows Go's random map order in Kyverno: supported only where the order changes nothing, as the whole key or value of AnyIn, AnyNotIn, AllIn, AllNotIn, In or NotIn (alone or with ||)")
+	}
+	if notPath(n.Children[0]) != nil {
+		return value{}, c.refuse("%s not supported yet in what a projection of values (*) goes over: only images.<list>", nodeName(n.Children[0]))
+	}
+	l, err := c.lower(n.Children[0], cur)
+	if err != nil {
+		return value{}, err
+	}
+	if l.virt != vImageList {
+		return value{}, c.refuse("a projection of an object's values (*) is supported only over images.<list> yet")
+	}
+	right := n.Children[1]
+	if right.NodeType != jmespath.ASTField {
+		return value{}, c.refuse("%s not supported yet after images.<list>.*: only a field of the image's entry (images.containers.*.registry)", nodeName(right))
+	}
+	if err := needs(c, "images", cel.Features{TwoVar: true}); err != nil {
+		return value{}, err
+	}
+	if err := c.defaultRegistry("images"); err != nil {
+		return value{}, err
+	}
+	list, _ := cel.StrValue(l.e)
+	entries := cel.Index(cel.VarRef(ImagesVariable), cel.Str(list))
+	i, en, j, other := c.fresh(), c.fresh(), c.fresh(), c.fresh()
+	// Kyverno's map keeps the last container of each name.
+	last := cel.Not(cel.Method(entries, "exists", j, other, cel.And(cel.Bin(">", j, i), cel.Bin("==", cel.Index(other, cel.Str("name")), cel.Index(en, cel.Str("name"))))))
+	info := found(cel.Index(en, cel.Str("info")), tMap, false)
+	info.imageInfo = true
+	r, err := c.lower(right, info)
+	if err != nil {
+		return value{}, err
+	}
+	rv, err := c.softValue(r)
+	if err != nil {
+		return value{}, err
+	}
+	each := cel.Method(entries, "transformList", i, en, last, rv.e)
+	kept := c.fresh()
+	e := c.bind(each, false, func(x cel.Expr) cel.Expr {
+		// No entry: Kyverno's images has no such list, and the projection is null.
+		return cel.Cond(cel.Bin("==", cel.Call("size", x), cel.Int(0)), cel.Null(),
+			dyn(cel.Method(x, "filter", kept, cel.Bin("!=", dyn(kept), cel.Null()))))
+	})
+	v := found(e, tList|tNull, false)
+	v.items = rv.t &^ tNull
+	v.ascii = true
 	return v, nil
 }
 

@@ -74,7 +74,7 @@ func TestVariable(t *testing.T) {
 		{v: "request.object.spec.containers[*].ports[]", err: "projections ([*], *) are not supported yet in what a projection"},
 		{v: "request.object.spec.nested[*][0][*]", err: "Identity is not supported yet in what a projection"},
 		{v: "to_array(request.object.spec.containers)[*].name", err: "a function call is not supported yet in what a projection"},
-		{v: "request.object.metadata.labels.*", err: "projections ([*], *) are not supported yet"},
+		{v: "request.object.metadata.labels.*", err: "a projection of an object's values (*) follows Go's random map order"},
 		{v: "request.object.spec.containers[?name=='a']", types: tList | tNull},
 		{v: "request.object.spec.containers[?name=='a' && !(image)].name", types: tList | tNull},
 		{v: "request.object.spec.containers[?starts_with(image, 'nginx')].ports[0]", types: tList | tNull},
@@ -159,6 +159,40 @@ func TestVariable(t *testing.T) {
 				if err := env.CheckConditionExpr(cel.Let("e", cel.Index(cel.Index(object, cel.Str("spec")), cel.Str("containers")), cel.Let("i", cel.Int(0), c))); err != nil {
 					t.Errorf("the API server rejects %s: %v", cel.String(e), err)
 				}
+			}
+		})
+	}
+}
+
+// TestValueProjection lowers projections of an object's values where their order changes
+// nothing (Scope.orderFree), and refuses them elsewhere.
+func TestValueProjection(t *testing.T) {
+	sc := Scope{Object: ObjectShape(Kind{Version: "v1", Kind: "Pod"}), Features: cel.Features{TwoVar: true}, orderFree: true}
+	for _, tc := range []struct {
+		v     string
+		types types
+		err   string
+	}{
+		{v: "images.containers.*.registry", types: tList | tNull},
+		{v: "images.initContainers.*.tag || `[]`", types: tList},
+		{v: "images.containers.*", err: "Identity is not supported yet after images.<list>.*"},
+		{v: "images.containers.*.size", err: "it finds no size"},
+		{v: "request.object.metadata.labels.*", err: "supported only over images.<list> yet"},
+		{v: "length(images.containers.*.tag)", err: "follows Go's random map order"},
+	} {
+		t.Run(tc.v, func(t *testing.T) {
+			v, err := variable(tc.v, sc)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.t != tc.types {
+				t.Errorf("types %v, want %v", v.t, tc.types)
 			}
 		})
 	}

@@ -121,14 +121,15 @@ type lowering struct {
 // no function before keys)?
 func isKeysCall(n jmespath.ASTNode) bool { return isCallOnPath(n, "keys") }
 
-// isCallOnPath: is n fn(p) or p.fn(@), p a path of fields and indices (whose lowering calls no
-// function before fn)?
+// isCallOnPath: is n fn(p), fn(@) or p.fn(@), p a path of fields and indices (whose lowering
+// calls no function before fn)?
 func isCallOnPath(n jmespath.ASTNode, fn string) bool {
 	call := func(n jmespath.ASTNode) bool {
 		return n.NodeType == jmespath.ASTFunctionExpression && n.Value == fn && len(n.Children) == 1
 	}
 	if call(n) {
-		return isPathStep(n.Children[0])
+		at := n.Children[0].NodeType
+		return isPathStep(n.Children[0]) || at == jmespath.ASTCurrentNode || at == jmespath.ASTIdentity
 	}
 	if n.NodeType == jmespath.ASTSubexpression && call(n.Children[1]) {
 		at := n.Children[1].Children[0].NodeType

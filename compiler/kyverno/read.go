@@ -226,7 +226,8 @@ func (r *reader) rule(rm map[string]any, path []string, field string, p *Policy)
 			rule.Preconditions = r.preconditions(v, kp, kf)
 		case "celPreconditions":
 			if !emptyValue(v) {
-				r.problem(kp, kf, "CEL preconditions are not supported yet: the rule cannot be translated")
+				// pkg/policy/mutate/validate.go: "celPrecondition can only be used with validate.cel".
+				r.problem(kp, kf, "Kyverno refuses CEL preconditions in a mutate rule (they are for validate.cel only), so the policy is never installed: write the conditions under preconditions")
 			}
 		case "context":
 			rule.ConfigMaps, rule.Variables = r.context(v, kp, kf, p)

@@ -74,10 +74,19 @@ func serve(in io.Reader, out io.Writer) error {
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// The stream cannot be resynchronised after a malformed line.
 			_ = send(kyverno.Response{Error: "request: " + err.Error()})
 			return fmt.Errorf("request: %w", err)
+		}
+		if err != nil {
+			// Well-formed JSON that is not a request (an object without kind): the decoder
+			// has read the whole line, so the next one is answered.
+			if err := send(kyverno.Response{Error: "request: " + err.Error()}); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := send(engine.Admit(ctx, req)); err != nil {
 			return err

@@ -33,6 +33,11 @@ func TestServe(t *testing.T) {
 		want:  []string{`{"ready":true}`, `{"error":"request: invalid character 'n' looking for beginning of object key string"}`},
 		fails: true,
 	}, {
+		name: "a request that is JSON but not a request, then a good one",
+		in:   setup + "\n" + `{"object":{"apiVersion":"v1"}}` + "\n" + pod + "\n",
+		want: []string{`{"ready":true}`, `{"error":"request: Object 'Kind' is missing in '{\"apiVersion\":\"v1\"}'"}`,
+			`{"object":{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"team":"payments"},"name":"web","namespace":"default"},"spec":{"containers":[{"image":"nginx","name":"app"}]}}}`},
+	}, {
 		name: "a request the reference cannot serve",
 		in:   setup + "\n{}\n",
 		want: []string{`{"ready":true}`, `{"error":"a request needs an object (an old object for DELETE)"}`},

@@ -137,6 +137,9 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 	if len(objects) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("no objects to admit in %s", strings.Join(f.files, ", "))}
 	}
+	if err := source.CheckObjects(objects); err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	nss, err := readNamespaces(cmd, f.namespaces, docs)
 	if err != nil {
 		return err

@@ -169,6 +169,7 @@ func TestEval(t *testing.T) {
 	pod := writeFile(t, dir, "pod.yaml", podV1)
 	pod2 := writeFile(t, dir, "pod2.yaml", podV2)
 	cm := writeFile(t, dir, "cm.yaml", configMap)
+	noName := writeFile(t, dir, "noname.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: default\n")
 
 	tests := []cliCase{
 		{
@@ -180,6 +181,13 @@ func TestEval(t *testing.T) {
 			name:   "every object of a directory, namespaces among them",
 			args:   []string{"--policies", examples, "-f", "../../examples/objects"},
 			stdout: []string{"kind: Namespace", "name: multi-container", "name: web", "\n---\n"},
+		},
+		{
+			name:     "an object without a name is refused, and nothing is admitted",
+			args:     []string{"--policies", owner, "-f", pod, "-f", noName},
+			code:     1,
+			stderr:   []string{"noname.yaml:1: not an object to admit: it has no metadata.name"},
+			noStdout: []string{"owner: admin"},
 		},
 		{
 			name:   "a hand-written policy",

@@ -161,6 +161,9 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	if len(objDocs) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("no objects to admit in %s", strings.Join(f.files, ", "))}
 	}
+	if err := source.CheckObjects(objDocs); err != nil {
+		return &exitError{code: 1, err: err}
+	}
 
 	copts := compiler.Options{KubernetesVersion: kv}
 	if err := f.install.apply(&copts); err != nil {

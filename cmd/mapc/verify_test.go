@@ -38,6 +38,7 @@ func TestVerify(t *testing.T) {
 	refused := writeFile(t, dir, "refused.yaml", badAssign)
 	both := writeFile(t, dir, "both.yaml", ownerMutator+"---\n"+podV1)
 	noNamespace := writeFile(t, dir, "nons.yaml", strings.Replace(podV1, "  namespace: default\n", "", 1))
+	noKind := writeFile(t, dir, "nokind.yaml", "apiVersion: v1\nmetadata:\n  name: x\n")
 
 	tests := []cliCase{
 		{
@@ -79,6 +80,13 @@ func TestVerify(t *testing.T) {
 				"0 passed, 1 failed\n",
 			},
 			stderr: []string{"1 of 1 object(s) are not mutated as Gatekeeper mutates them"},
+		},
+		{
+			name:     "a document that is not an object fails before anything is admitted",
+			args:     []string{"-f", mutator, "-f", pod, "-f", noKind},
+			code:     1,
+			stderr:   []string{"nokind.yaml:1: not an object to admit: it has no kind (the API server needs apiVersion, kind and metadata.name or generateName)"},
+			noStdout: []string{"PASS"},
 		},
 		{
 			name:   "policies the API server would reject are not verified",

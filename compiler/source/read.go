@@ -368,3 +368,29 @@ func joinErrors(errs []error) error {
 	}
 	return ErrorList(errs)
 }
+
+// CheckObjects checks that each document is an object the API server would take to create:
+// apiVersion, kind, and metadata.name or generateName. The error (an ErrorList) names every
+// document that is not, with its file and line.
+func CheckObjects(docs []*Document) error {
+	var errs ErrorList
+	for _, d := range docs {
+		var missing []string
+		if d.Object.GetAPIVersion() == "" {
+			missing = append(missing, "apiVersion")
+		}
+		if d.Object.GetKind() == "" {
+			missing = append(missing, "kind")
+		}
+		if d.Object.GetName() == "" && d.Object.GetGenerateName() == "" {
+			missing = append(missing, "metadata.name")
+		}
+		if len(missing) > 0 {
+			errs = append(errs, &Error{File: d.File, Line: d.Line, Msg: fmt.Sprintf("not an object to admit: it has no %s (the API server needs apiVersion, kind and metadata.name or generateName)", strings.Join(missing, ", "))})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
+}

@@ -227,11 +227,15 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 	}
 	defer v.Close()
 	var rs []verify.Result
-	for _, c := range cases {
-		r := v.Check(context.Background(), c)
+	for i := 0; i < len(cases); i++ {
+		r := v.Check(context.Background(), cases[i])
 		rs = append(rs, r)
 		if !r.Pass {
 			t.Errorf("%s", verify.Report([]verify.Result{r}))
+		}
+		if u, ok := verify.UpdateOfResult(cases[i], r); ok && ref != nil {
+			// Kyverno's rules run again on the object they created, at its next update.
+			cases = append(cases, u)
 		}
 	}
 	t.Log(verify.Summary(rs))

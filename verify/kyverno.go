@@ -251,6 +251,21 @@ func KyvernoCases(obj *unstructured.Unstructured) []Case {
 	return cs
 }
 
+// UpdateOfResult is the update with no change of the object as a passing CREATE case c left it
+// (r, its result: the reference's): Kyverno's rules run again on every update of what they
+// mutated, where a JSON patch that appends appends again and a merge finds its work done. ok is
+// false for a case that did not pass, was denied, or is not a CREATE of the resource itself.
+func UpdateOfResult(c Case, r Result) (Case, bool) {
+	if !r.Pass || r.Want == nil || r.WantErr != "" || (c.Operation != "" && c.Operation != admissionv1.Create) || c.SubResource != "" {
+		return Case{}, false
+	}
+	name := c.Name
+	if name == "" {
+		name = caseName(c.Object)
+	}
+	return Case{Name: "UPDATE " + name + ", as created", Object: r.Want, OldObject: r.Want, Operation: admissionv1.Update, User: c.User}, true
+}
+
 // NamespaceUses lists the namespaceSelectors of the policies' rules (match and exclude) whose
 // kinds name obj's kind (or any kind, or Pod, which Kyverno's autogen extends to the pod
 // controllers) and which look at a label other than kubernetes.io/metadata.name, and the

@@ -515,7 +515,7 @@ spec:
 		t.Fatal(err)
 	}
 	code, out, errs = runCLI(t, "", "verify", "-f", "../../examples/kyverno/policies/add-labels.yaml", "-f", objs, "--kyverno-config", cfg, "--kyverno-engine", engine)
-	if code != 0 || !strings.Contains(out, "9 passed, 0 failed") { // 3 Pods: created, updated, debugged
+	if code != 0 || !strings.Contains(out, "12 passed, 0 failed") { // 3 Pods: created, updated, debugged, updated as created
 		t.Fatalf("verify: exit %d\n%s%s", code, out, errs)
 	}
 	bad := writeFile(t, dir, "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kyverno\ndata:\n  excludeClusterRoles: cluster-admin\n")

@@ -50,9 +50,10 @@ terminal, a run longer than a second shows how far it is on stderr.
 
 Kyverno's rules run on every request its webhook is called for: with Kyverno policies, each
 object is also updated with no change ("UPDATE Kind/namespace/name", the object as its own old
-object), and each Pod gets an ephemeral container as kubectl debug adds one ("UPDATE
-pods/ephemeralcontainers ...", compared as the API server stores it: only the ephemeral
-containers change).
+object), and so is the object as Kyverno created it ("UPDATE Kind/namespace/name, as created":
+the rules run again on what they mutated); each Pod gets an ephemeral container as kubectl debug
+adds one ("UPDATE pods/ephemeralcontainers ...", compared as the API server stores it: only the
+ephemeral containers change).
 
 Documents are told apart by kind: Gatekeeper mutators, or Kyverno ClusterPolicies and Policies
 (one language per run); objects to admit (everything else); Namespace objects are admitted too
@@ -271,7 +272,7 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		return &exitError{code: 1, err: err}
 	}
 	// Kyverno's rules run on updates and kubectl debug's requests too, and may act on them
-	// otherwise than on creates.
+	// otherwise than on creates; an update of what they created is checked after the create.
 	var cases []verify.Case
 	for _, obj := range objects {
 		if len(kyvDocs) > 0 {
@@ -292,13 +293,17 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		defer mu.Unlock()
 		return fmt.Sprintf("verifying %d of %d %s, %d failed", min(len(rs)+1, len(cases)), len(cases), what, failed)
 	})
-	for _, c := range cases {
+	for i := 0; i < len(cases); i++ {
+		c := cases[i]
 		r := v.Check(ctx, c)
 		mu.Lock()
 		if !r.Pass {
 			failed++
 		}
 		rs = append(rs, r)
+		if u, ok := verify.UpdateOfResult(c, r); ok && len(kyvDocs) > 0 {
+			cases = append(cases, u)
+		}
 		mu.Unlock()
 	}
 	done()

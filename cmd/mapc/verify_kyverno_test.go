@@ -43,7 +43,8 @@ func TestVerifyKyverno(t *testing.T) {
 			name: "a correct hand-written policy passes",
 			args: []string{"-f", policy, "-f", pod, "--policies", good, "--kyverno-engine", engine},
 			stdout: []string{"PASS Pod/default/app (1 policy orders)", "PASS UPDATE Pod/default/app (1 policy orders)",
-				"PASS UPDATE pods/ephemeralcontainers Pod/default/app (1 policy orders)", "3 passed, 0 failed"},
+				"PASS UPDATE pods/ephemeralcontainers Pod/default/app (1 policy orders)",
+				"PASS UPDATE Pod/default/app, as created (1 policy orders)", "4 passed, 0 failed"},
 		},
 		{
 			name: "a wrong hand-written policy fails, with a diff from Kyverno's result",
@@ -86,7 +87,7 @@ func TestVerifyKyvernoEngineFromEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, "", "verify", "-f", writeFile(t, dir, "policy.yaml", ownerClusterPolicy+"---\n"+podV1),
 		"--policies", writeFile(t, dir, "good.yaml", ownerPolicy+"---\n"+ownerBinding))
-	if code != 0 || !strings.Contains(stdout, "3 passed, 0 failed") {
+	if code != 0 || !strings.Contains(stdout, "4 passed, 0 failed") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -24,7 +24,9 @@ import (
 // containers, images, labels, annotations, data and namespaces, with empty strings and letters
 // outside ASCII for the variables' functions) through Kyverno's engine and
 // the compiled policies, on CREATE, on UPDATE and a Pod on kubectl debug's request
-// (KyvernoCases), in every policy order. MAPC_DIFF_N sets the
+// (KyvernoCases), and on an UPDATE of what the create gave (UpdateOfResult), in every policy
+// order; some Pods have init containers, and ephemeral containers as kubectl debug leaves them.
+// MAPC_DIFF_N sets the
 // objects per case (default 40), MAPC_DIFF_SEED the seed.
 func TestKyvernoDifferential(t *testing.T) {
 	n := 40
@@ -80,11 +82,15 @@ func TestKyvernoDifferential(t *testing.T) {
 			failed := 0
 			for i := 0; i < n && failed < 3; i++ {
 				obj := generateObject(r, i, namespaces)
-				for _, kc := range KyvernoCases(obj) {
-					res := v.Check(context.Background(), kc)
+				cases := KyvernoCases(obj)
+				for j := 0; j < len(cases); j++ {
+					res := v.Check(context.Background(), cases[j])
 					if !res.Pass {
 						failed++
-						t.Errorf("%s\nobject:\n%s", Report([]Result{res}), yamlOf(obj))
+						t.Errorf("%s\nobject:\n%s", Report([]Result{res}), yamlOf(cases[j].Object))
+					}
+					if u, ok := UpdateOfResult(cases[j], res); ok {
+						cases = append(cases, u)
 					}
 				}
 			}
@@ -162,6 +168,9 @@ func generateObject(r *rand.Rand, i int, nss []*corev1.Namespace) *unstructured.
 	}
 	podSpec := func() map[string]any {
 		s := map[string]any{"containers": containers()}
+		if r.IntN(4) == 0 {
+			s["initContainers"] = containers()
+		}
 		if r.IntN(3) == 0 {
 			s["volumes"] = []any{map[string]any{"name": "logs", "emptyDir": map[string]any{}}}
 		}
@@ -177,6 +186,11 @@ func generateObject(r *rand.Rand, i int, nss []*corev1.Namespace) *unstructured.
 	switch r.IntN(5) {
 	case 0, 1:
 		obj = map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": podSpec()}
+		if r.IntN(5) == 0 {
+			// As kubectl debug left them (the API server refuses them on create, but every
+			// update carries them).
+			obj["spec"].(map[string]any)["ephemeralContainers"] = containers()
+		}
 	case 2:
 		obj = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": map[string]any{
 			"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}},

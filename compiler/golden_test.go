@@ -203,6 +203,12 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 			objCases = append(objCases, verify.KyvernoCases(d.Object)...)
 		} else {
 			objCases = append(objCases, verify.Case{Object: d.Object})
+			if c, ok := verify.DebugCase(d.Object); ok {
+				// Gatekeeper's webhook, as its Helm chart installs it, mutates kubectl debug's
+				// request too.
+				c.Name = "UPDATE pods/ephemeralcontainers " + d.Object.GetKind() + "/" + d.Object.GetName()
+				objCases = append(objCases, c)
+			}
 		}
 	}
 	var cases []verify.Case

@@ -46,10 +46,6 @@ type testCase struct {
 	// kyvernoConfig is Kyverno's ConfigMap as installed (nil: its defaults), for the compiler and
 	// Kyverno's engine.
 	kyvernoConfig *source.Document
-	// debug: each Pod, once created with the policies, also gets an ephemeral container as
-	// kubectl debug adds one (an UPDATE of pods/ephemeralcontainers), which Kyverno's webhook is
-	// called for.
-	debug bool
 }
 
 // engineEvaluator names the in-process evaluator in reports.
@@ -112,7 +108,6 @@ type runner struct {
 	// unless the language's policies run in any order (language.anyOrder).
 	evOrders    [][]int
 	updateLabel bool
-	debug       bool
 	nss         map[string]*corev1.Namespace // the namespaces the objects live in, as the API server has them
 	items       []*item
 	// saved are immortal namespaces as they were before the case changed them.
@@ -131,9 +126,11 @@ var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
 //	   is then created for real, unmutated, and the same is done for an update of it (a new
 //	   annotation, or label).
 //	B. the compiled policies are created (dry run first) and the test waits until they are active.
-//	C. each object is updated, then deleted and created again; then the namespaces are updated,
-//	   and deleted and created again. Every result (or rejection) is compared with both
-//	   predictions (with any of an engine's orders), ignoring server-set metadata and status.
+//	C. each object is updated, then deleted and created again (a Pod created so then gets an
+//	   ephemeral container through pods/ephemeralcontainers, as kubectl debug adds one, which
+//	   both engines predict from the stored Pod); then the namespaces are updated, and deleted
+//	   and created again. Every result (or rejection) is compared with both predictions (with
+//	   any of an engine's orders), ignoring server-set metadata and status.
 //	D. everything is deleted (also when the case fails).
 func runCase(t *testing.T, c *cluster, tc testCase) {
 	kv, err := c.compileVersion(tc.kubeVersion)
@@ -194,7 +191,7 @@ func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv
 			mutators = append(mutators, d.Object)
 		}
 	}
-	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}, updateLabel: tc.updateLabel, debug: tc.debug}
+	r := &runner{t: t, c: c, ctx: ctx, nss: map[string]*corev1.Namespace{}, saved: map[string]*unstructured.Unstructured{}, updateLabel: tc.updateLabel}
 	var kyvernoConfig map[string]string
 	if tc.kyvernoConfig != nil {
 		kyvernoConfig, _, _ = unstructured.NestedStringMap(tc.kyvernoConfig.Object.Object, "data")
@@ -344,9 +341,10 @@ func (r *runner) prepare() {
 			continue
 		}
 		it.onUpdate = r.predictUpdate(it)
-		if r.debug {
-			r.prepareDebug(it)
-		}
+		// Each Pod, once created with the policies, also gets an ephemeral container as kubectl
+		// debug adds one (an UPDATE of pods/ephemeralcontainers), which Kyverno's webhook and
+		// Gatekeeper's (as its Helm chart installs it) are called for.
+		r.prepareDebug(it)
 	}
 	for _, it := range r.items {
 		if it.isNS {

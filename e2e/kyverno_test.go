@@ -38,7 +38,6 @@ func TestKyverno(t *testing.T) {
 			mutators:    readMutators(t, files...),
 			objects:     readObjects(t, kyvernoObjectsDir),
 			updateLabel: true,
-			debug:       true,
 		})
 	})
 	dirs, _ := filepath.Glob(filepath.Join(kyvernoGoldenDir, "*"))
@@ -85,7 +84,6 @@ func TestKyverno(t *testing.T) {
 				kubeVersion:    cfg.KubernetesVersion,
 				skipOnProblems: true,
 				updateLabel:    true,
-				debug:          true,
 				kyvernoConfig:  kyvernoConfig,
 			})
 		})

@@ -416,11 +416,19 @@ func runCase(ctx context.Context, c *gen.Case) *caseResult {
 		if op == admissionv1.Update {
 			vc.OldObject = o
 		}
-		r := v.Check(ctx, vc)
-		res.admitted++
-		res.orders += r.Orders
-		if !r.Pass {
-			res.results = append(res.results, r)
+		cases := []Case{vc}
+		if dc, ok := DebugCase(o); ok && op != admissionv1.Update {
+			// Gatekeeper's webhook, as its Helm chart installs it, mutates kubectl debug's
+			// request too.
+			cases = append(cases, dc)
+		}
+		for _, vc := range cases {
+			r := v.Check(ctx, vc)
+			res.admitted++
+			res.orders += r.Orders
+			if !r.Pass {
+				res.results = append(res.results, r)
+			}
 		}
 	}
 	return res

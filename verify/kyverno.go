@@ -243,12 +243,22 @@ func KyvernoCases(obj *unstructured.Unstructured) []Case {
 	if obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" {
 		return cs
 	}
-	name := caseName(obj)
-	cs = append(cs, Case{Name: "UPDATE " + name, Object: obj, OldObject: obj, Operation: admissionv1.Update})
-	if debug := Debug(obj); debug != nil {
-		cs = append(cs, Case{Name: "UPDATE pods/ephemeralcontainers " + name, Object: debug, OldObject: obj, Operation: admissionv1.Update, SubResource: "ephemeralcontainers"})
+	cs = append(cs, Case{Name: "UPDATE " + caseName(obj), Object: obj, OldObject: obj, Operation: admissionv1.Update})
+	if c, ok := DebugCase(obj); ok {
+		cs = append(cs, c)
 	}
 	return cs
+}
+
+// DebugCase is kubectl debug's request for a Pod (v1): an UPDATE of pods/ephemeralcontainers
+// adding a container to it (see Debug), which Kyverno's webhook, and Gatekeeper's as its Helm
+// chart installs it, are called for. ok is false for other objects.
+func DebugCase(obj *unstructured.Unstructured) (Case, bool) {
+	debug := Debug(obj)
+	if debug == nil {
+		return Case{}, false
+	}
+	return Case{Name: "UPDATE pods/ephemeralcontainers " + caseName(obj), Object: debug, OldObject: obj, Operation: admissionv1.Update, SubResource: "ephemeralcontainers"}, true
 }
 
 // UpdateOfResult is the update with no change of the object as a passing CREATE case c left it

@@ -97,10 +97,8 @@ func newGatekeeperReference(mutators []*unstructured.Unstructured, opts Options)
 func (g *gatekeeperReference) Name() string { return "Gatekeeper" }
 
 func (g *gatekeeperReference) Admit(ctx context.Context, req RefRequest) (*unstructured.Unstructured, error) {
-	if req.SubResource != "" {
-		// Gatekeeper's webhook is installed for resources ("*"), which matches no subresource.
-		return req.Object, nil
-	}
+	// On pods/ephemeralcontainers (Case.SubResource), which Gatekeeper's Helm chart installs its
+	// mutating webhook for, Gatekeeper mutates the Pod the request brings as on any update.
 	return g.engine.Admit(ctx, gatekeeper.Request{Object: req.Object, OldObject: req.OldObject, Namespace: req.Namespace, Operation: req.Operation})
 }
 

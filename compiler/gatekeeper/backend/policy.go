@@ -44,6 +44,9 @@ func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condi
 // resourceRules expresses the kinds and operations a mutation applies to. Kinds the client
 // libraries know become their resources; other kinds (custom resources) match every resource of
 // their group and version, and the kind itself is checked by a match condition (needsKindCondition).
+// Where Pods are, pods/ephemeralcontainers is too: Gatekeeper's Helm chart installs its mutating
+// webhook for it (mutatingWebhookSubResources), so kubectl debug's request, an UPDATE of the Pod
+// of which the API server keeps only the ephemeral containers, goes through the mutators of Pods.
 func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
 	scope := admissionregistrationv1.AllScopes
 	switch m.Scope {
@@ -56,7 +59,7 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		return []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: operationTypes(m.Operations),
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: &scope},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers}, Scope: &scope},
 			},
 		}}
 	}
@@ -87,6 +90,9 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		if contains(res, "*") {
 			res = []string{"*"}
 		}
+		if (k.group == "" || k.group == "*") && (k.version == "v1" || k.version == "*") && (contains(res, "pods") || contains(res, "*")) {
+			res = append(res, ephemeralContainers)
+		}
 		sort.Strings(res)
 		sc := scope
 		out = append(out, admissionregistrationv1.NamedRuleWithOperations{
@@ -98,6 +104,9 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 	}
 	return out
 }
+
+// ephemeralContainers is the subresource of a Pod's ephemeral containers.
+const ephemeralContainers = "pods/ephemeralcontainers"
 
 // needsKindCondition reports whether some rule had to match all resources of a group/version, so
 // that the kinds must be checked by a match condition.

@@ -48,6 +48,8 @@ with a diff (the engine's result to the policies' result) and the failing policy
 "N passed, M failed". Exit status 1 if any object differs or any input policy is refused. On a
 terminal, a run longer than a second shows how far it is on stderr.
 
+Each Pod is also admitted on kubectl debug's request ("UPDATE pods/ephemeralcontainers ...", see
+below), which Gatekeeper's webhook, as its Helm chart installs it, and Kyverno's are called for.
 Kyverno's rules run on every request its webhook is called for: with Kyverno policies, each
 object is also updated with no change ("UPDATE Kind/namespace/name", the object as its own old
 object), and so is the object as Kyverno created it ("UPDATE Kind/namespace/name, as created":
@@ -277,8 +279,11 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 	for _, obj := range objects {
 		if len(kyvDocs) > 0 {
 			cases = append(cases, verify.KyvernoCases(obj)...)
-		} else {
-			cases = append(cases, verify.Case{Object: obj})
+			continue
+		}
+		cases = append(cases, verify.Case{Object: obj})
+		if c, ok := verify.DebugCase(obj); ok {
+			cases = append(cases, c)
 		}
 	}
 	what := "object(s)"

@@ -417,6 +417,24 @@ func (r *runner) predict(it *item, op admissionv1.Operation, input, old *unstruc
 	}
 	refs := r.ref.admit(r.ctx, verify.RefRequest{Object: input.DeepCopy(), OldObject: old, Namespace: ns, Operation: op})
 	evs := r.evaluate(input, old, op)
+	p.outcomes = r.outcomes(refs, evs, func(o *outcome) {
+		if op == admissionv1.Create {
+			o.server, o.serverErr = r.c.create(r.ctx, it.gvr, stripServerFields(o.raw), true)
+		} else {
+			o.server, o.serverErr = r.c.update(r.ctx, it.gvr, o.raw, true)
+		}
+		if o.serverErr != nil && !isInvalid(o.serverErr) {
+			r.t.Errorf("%s: %s: dry-run %s of the %s prediction: %v", it.key, op, strings.ToLower(string(op)), o.engine, o.serverErr)
+		}
+	})
+	return p
+}
+
+// outcomes are the reference's and the evaluator's predictions from their candidates, each
+// engine's first result with its others; stored fills in what the API server makes of a result
+// that is not a denial (outcome.server, serverErr).
+func (r *runner) outcomes(refs, evs *candidates, stored func(o *outcome)) []outcome {
+	var out []outcome
 	for _, e := range []struct {
 		engine string
 		cs     *candidates
@@ -425,14 +443,7 @@ func (r *runner) predict(it *item, op admissionv1.Operation, input, old *unstruc
 		for i, cand := range e.cs.list {
 			o := outcome{engine: e.engine, raw: cand.raw, denied: cand.denied, order: cand.order}
 			if o.denied == nil {
-				if op == admissionv1.Create {
-					o.server, o.serverErr = r.c.create(r.ctx, it.gvr, stripServerFields(o.raw), true)
-				} else {
-					o.server, o.serverErr = r.c.update(r.ctx, it.gvr, o.raw, true)
-				}
-				if o.serverErr != nil && !isInvalid(o.serverErr) {
-					r.t.Errorf("%s: %s: dry-run %s of the %s prediction: %v", it.key, op, strings.ToLower(string(op)), o.engine, o.serverErr)
-				}
+				stored(&o)
 			}
 			if i == 0 {
 				first = o
@@ -441,9 +452,9 @@ func (r *runner) predict(it *item, op admissionv1.Operation, input, old *unstruc
 			}
 		}
 		first.orders = e.cs.tried
-		p.outcomes = append(p.outcomes, first)
+		out = append(out, first)
 	}
-	return p
+	return out
 }
 
 // evaluate runs the in-process evaluator with the compiled policies in each of r.evOrders.
@@ -559,25 +570,7 @@ func (r *runner) exerciseDebug(it *item, stored *unstructured.Unstructured) {
 	p := &prediction{op: admissionv1.Update, sub: ephemeralContainers, input: in, old: old}
 	refs := r.ref.admit(r.ctx, verify.RefRequest{Object: in.DeepCopy(), OldObject: old, Namespace: ns, Operation: admissionv1.Update, SubResource: "ephemeralcontainers"})
 	evs := r.evaluateSub(in, old, admissionv1.Update, "ephemeralcontainers")
-	for _, e := range []struct {
-		engine string
-		cs     *candidates
-	}{{r.ref.name(), refs}, {engineEvaluator, evs}} {
-		var first outcome
-		for i, cand := range e.cs.list {
-			o := outcome{engine: e.engine, raw: cand.raw, denied: cand.denied, order: cand.order}
-			if o.denied == nil {
-				o.server = verify.Stored("ephemeralcontainers", old, cand.raw)
-			}
-			if i == 0 {
-				first = o
-			} else {
-				first.others = append(first.others, o)
-			}
-		}
-		first.orders = e.cs.tried
-		p.outcomes = append(p.outcomes, first)
-	}
+	p.outcomes = r.outcomes(refs, evs, func(o *outcome) { o.server = verify.Stored("ephemeralcontainers", old, o.raw) })
 	got, err := r.c.updateSubresource(r.ctx, it.gvr, in, ephemeralContainers, false)
 	r.check(it, p, r.readBack(it, got, err))
 }

@@ -199,8 +199,12 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 			nss = append(nss, ns)
 		}
 		if ref != nil {
-			// Kyverno's rules run again on every update, and on kubectl debug's.
+			// Kyverno's rules run again on every update, and on kubectl debug's (and a status's
+			// where a rule is for it).
 			objCases = append(objCases, verify.KyvernoCases(d.Object)...)
+			if c, ok := ref.(*verify.KyvernoReference).StatusCase(d.Object); ok {
+				objCases = append(objCases, c)
+			}
 		} else {
 			objCases = append(objCases, verify.Case{Object: d.Object})
 			if c, ok := verify.DebugCase(d.Object); ok {

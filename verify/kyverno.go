@@ -261,6 +261,46 @@ func DebugCase(obj *unstructured.Unstructured) (Case, bool) {
 	return Case{Name: "UPDATE pods/ephemeralcontainers " + caseName(obj), Object: debug, OldObject: obj, Operation: admissionv1.Update, SubResource: "ephemeralcontainers"}, true
 }
 
+// StatusCase is an UPDATE of obj's status subresource changing nothing (obj as old and new:
+// a controller writing the status it read), for an object whose kind the policies' mutate rules
+// name with the status subresource (Node/status); ok is false for other objects. Kyverno runs
+// such rules on those requests only, and the compiled policies match them alike.
+func (k *KyvernoReference) StatusCase(obj *unstructured.Unstructured) (Case, bool) {
+	for _, p := range k.policies {
+		if p.GetKind() == "Policy" && p.GetNamespace() != obj.GetNamespace() {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "rules")
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			if _, ok := rule["mutate"]; !ok {
+				continue
+			}
+			for _, res := range ruleResources(rule, "match") {
+				if namesStatus(res, obj.GetKind()) {
+					return Case{Name: "UPDATE status " + caseName(obj), Object: obj, OldObject: obj, Operation: admissionv1.Update, SubResource: "status"}, true
+				}
+			}
+		}
+	}
+	return Case{}, false
+}
+
+// namesStatus: do the kinds of a match block's resources name kind's status subresource
+// (Kind/status, Kind.status, with or without group and version)?
+func namesStatus(res map[string]any, kind string) bool {
+	kinds, _ := res["kinds"].([]any)
+	for _, k := range kinds {
+		s, _ := k.(string)
+		for _, sep := range []string{"/", "."} {
+			if rest, ok := strings.CutSuffix(s, sep+"status"); ok && rest[strings.LastIndex(rest, "/")+1:] == kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // UpdateOfResult is the update with no change of the object as a passing CREATE case c left it
 // (r, its result: the reference's): Kyverno's rules run again on every update of what they
 // mutated, where a JSON patch that appends appends again and a merge finds its work done. ok is

@@ -265,8 +265,8 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		res.Reason = nerr.Error()
 		return res
 	}
-	if c.SubResource != "" && c.SubResource != "ephemeralcontainers" {
-		res.Reason = fmt.Sprintf("subresource %q: only ephemeralcontainers is supported", c.SubResource)
+	if c.SubResource != "" && c.SubResource != "ephemeralcontainers" && c.SubResource != "status" {
+		res.Reason = fmt.Sprintf("subresource %q: only ephemeralcontainers and status are supported", c.SubResource)
 		return res
 	}
 	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, SubResource: c.SubResource, User: c.User})
@@ -369,7 +369,9 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 // Stored is what the API server stores of obj, admitted on the subresource of an update of old:
 // for "ephemeralcontainers", the Pod's update strategy for the subresource keeps old but for the
 // ephemeral containers (and name, namespace, uid, resourceVersion) of obj, whatever else the
-// admission changed; obj for the resource itself ("").
+// admission changed; obj for the resource itself ("") and for "status" (where what the API
+// server keeps depends on the kind's strategy: the admitted objects are compared whole, which
+// is stricter).
 func Stored(subresource string, old, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if subresource != "ephemeralcontainers" || old == nil || obj == nil {
 		return obj

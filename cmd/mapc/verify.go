@@ -274,11 +274,15 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		return &exitError{code: 1, err: err}
 	}
 	// Kyverno's rules run on updates and kubectl debug's requests too, and may act on them
-	// otherwise than on creates; an update of what they created is checked after the create.
+	// otherwise than on creates; an update of what they created is checked after the create,
+	// and an update of the status where a rule is for it.
 	var cases []verify.Case
 	for _, obj := range objects {
 		if len(kyvDocs) > 0 {
 			cases = append(cases, verify.KyvernoCases(obj)...)
+			if c, ok := vopts.Reference.(*verify.KyvernoReference).StatusCase(obj); ok {
+				cases = append(cases, c)
+			}
 			continue
 		}
 		cases = append(cases, verify.Case{Object: obj})

@@ -391,7 +391,9 @@ func policyName(p kyvernov1.PolicyInterface) string {
 }
 
 // newClient is a Kyverno dynamic client whose discovery (Kyverno's own, over a fake API server's
-// discovery document) lists the built-in kinds and the custom resources given.
+// discovery document) lists the built-in kinds and the custom resources given, each with a
+// status subresource (the policies it is given decide which are real), and a Pod's
+// ephemeralcontainers.
 func newClient(custom []Resource) (dclient.Interface, error) {
 	lists := map[string]*metav1.APIResourceList{}
 	add := func(gv schema.GroupVersion, r metav1.APIResource) {
@@ -410,10 +412,16 @@ func newClient(custom []Resource) (dclient.Interface, error) {
 		plural, singular := meta.UnsafeGuessKindToResource(gvk)
 		add(gvk.GroupVersion(), metav1.APIResource{Name: plural.Resource, SingularName: singular.Resource, Kind: gvk.Kind,
 			Verbs: metav1.Verbs{"create", "update", "get", "list"}})
+		add(gvk.GroupVersion(), metav1.APIResource{Name: plural.Resource + "/status", Kind: gvk.Kind, Verbs: metav1.Verbs{"get", "update"}})
+		if gvk == corev1.SchemeGroupVersion.WithKind("Pod") {
+			add(gvk.GroupVersion(), metav1.APIResource{Name: plural.Resource + "/ephemeralcontainers", Kind: gvk.Kind, Verbs: metav1.Verbs{"get", "update"}})
+		}
 	}
 	for _, r := range custom {
 		add(schema.GroupVersion{Group: r.Group, Version: r.Version}, metav1.APIResource{Name: r.Resource, Kind: r.Kind,
 			Namespaced: r.Namespaced, Verbs: metav1.Verbs{"create", "update", "get", "list"}})
+		add(schema.GroupVersion{Group: r.Group, Version: r.Version}, metav1.APIResource{Name: r.Resource + "/status", Kind: r.Kind,
+			Namespaced: r.Namespaced, Verbs: metav1.Verbs{"get", "update"}})
 	}
 	kube := kubefake.NewClientset()
 	for _, gv := range sortedKeys(lists) {

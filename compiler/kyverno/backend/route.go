@@ -360,7 +360,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			if cel.IsEmpty(e) {
 				continue
 			}
-			em := emitted{kinds: rk, mayFail: mayFail > failing, e: e, rule: r, noApply: noApply, entry: -1}
+			em := emitted{kinds: requestKinds(rk), mayFail: mayFail > failing, e: e, rule: r, noApply: noApply, entry: -1}
 			if r.ForEach != nil {
 				em.entry = n
 			}
@@ -542,7 +542,7 @@ func configured(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, kinds []gk
 	}
 	var ks []lower.Kind
 	for _, k := range kinds {
-		ks = append(ks, lower.Kind{Group: k.Group, Version: k.Version, Kind: k.Kind})
+		ks = append(ks, lower.Kind{Group: k.Group, Version: k.Version, Kind: k.Kind, Subresource: k.Sub})
 	}
 	resources, users := lower.Unfiltered(cfg, ks)
 	if len(p.MatchConditions) > 0 || len(cfg.MatchConditions) > 0 {
@@ -674,8 +674,9 @@ func matchConditions(env *cel.Env, p *kyverno.Policy) ([]emit.Condition, error) 
 	return out, nil
 }
 
-// gk is a kind a rule applies to, with the version its schema is read in.
-type gk struct{ Group, Version, Kind string }
+// gk is a kind a rule applies to, with the version its schema is read in, and the subresource
+// whose requests it applies to ("" for the resource itself).
+type gk struct{ Group, Version, Kind, Sub string }
 
 // anyKind stands for kinds: ["*"], every kind of every group and version (and no subresource),
 // custom resources included.
@@ -707,10 +708,10 @@ func ruleKinds(r *kyverno.Rule, opts route.Options) ([]gk, error) {
 		}
 		for _, k := range f.Kinds {
 			pk := lower.ParseKind(k)
-			if pk.Subresource != "" {
-				return nil, fmt.Errorf("kind %q: subresources are not supported yet", k)
-			}
 			if pk.Group == "*" && pk.Version == "*" && pk.Kind == "*" {
+				if pk.Subresource != "" {
+					return nil, fmt.Errorf("kind %q: every kind's subresources are not supported: name the kinds", k)
+				}
 				// Every kind: the rule's guard tests nothing of the request's kind.
 				return []gk{anyKind}, nil
 			}
@@ -720,6 +721,14 @@ func ruleKinds(r *kyverno.Rule, opts route.Options) ([]gk, error) {
 			found := knownKindsCached(pk, opts)
 			if len(found) == 0 {
 				return nil, fmt.Errorf("kind %q is not a kind the Kubernetes API serves: give the CustomResourceDefinition of a custom resource with --crd", k)
+			}
+			if pk.Subresource != "" {
+				for i, g := range found {
+					if err := subresourceOf(g, pk.Subresource, opts); err != nil {
+						return nil, fmt.Errorf("kind %q: %w", k, err)
+					}
+					found[i].Sub = pk.Subresource
+				}
 			}
 			for _, g := range found {
 				if !seen[g] {
@@ -741,10 +750,10 @@ func knownKindsCached(k lower.Kind, opts route.Options) []gk {
 		return knownKinds(k, opts)
 	}
 	if v, ok := builtinKinds.Load(k); ok {
-		return v.([]gk)
+		return slices.Clone(v.([]gk))
 	}
 	found := knownKinds(k, opts)
-	builtinKinds.Store(k, found)
+	builtinKinds.Store(k, slices.Clone(found))
 	return found
 }
 
@@ -774,7 +783,7 @@ func knownKinds(k lower.Kind, opts route.Options) []gk {
 	var out []gk
 	for g, vs := range byGroup {
 		sortVersions(g, vs)
-		out = append(out, gk{g, vs[0], k.Kind})
+		out = append(out, gk{Group: g, Version: vs[0], Kind: k.Kind})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out
@@ -936,6 +945,9 @@ func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistratio
 		if !ok {
 			continue
 		}
+		if k.Sub != "" {
+			res += "/" + k.Sub
+		}
 		if !contains(byGroup[k.Group], res) {
 			byGroup[k.Group] = append(byGroup[k.Group], res)
 		}
@@ -948,7 +960,7 @@ func resourceRules(kinds []gk, resources *emit.Resources) []admissionregistratio
 	var out []admissionregistrationv1.NamedRuleWithOperations
 	for _, g := range groups {
 		res := byGroup[g]
-		if g == "" && contains(res, "pods") {
+		if g == "" && contains(res, "pods") && !contains(res, ephemeralContainers) {
 			res = append(res, ephemeralContainers)
 		}
 		sort.Strings(res)
@@ -1068,6 +1080,20 @@ func onlyLabelsAndAnnotations(patch map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// requestKinds are the kinds without their subresources: the mutations are laid out by the
+// request's kind (steps), and each rule's guard tests the subresource, so rules for a kind and
+// for its subresources are taken in turn.
+func requestKinds(kinds []gk) []gk {
+	var out []gk
+	for _, k := range kinds {
+		k.Sub = ""
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // overlap: do the kind lists share a kind?
@@ -1427,10 +1453,14 @@ func kindName(k gk) string {
 	if k == anyKind {
 		return "every kind (*)"
 	}
+	name := k.Group + "/" + k.Version + "/" + k.Kind
 	if k.Group == "" {
-		return k.Version + "/" + k.Kind
+		name = k.Version + "/" + k.Kind
 	}
-	return k.Group + "/" + k.Version + "/" + k.Kind
+	if k.Sub != "" {
+		name += "/" + k.Sub
+	}
+	return name
 }
 
 // readsConfigMap: does Kyverno load a configMap context entry of the rule on every CREATE and

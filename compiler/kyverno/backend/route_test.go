@@ -21,7 +21,7 @@ func TestAssumeKinds(t *testing.T) {
 		return cel.And(append(cs, cel.Bin("==", cel.Field(kind, "kind"), cel.Str(k)))...)
 	}
 	ops := cel.List(cel.PatchOp("add", cel.Pointer{}.Child("x"), cel.Str("y")))
-	deploy, ds, job := gk{"apps", "v1", "Deployment"}, gk{"apps", "v1", "DaemonSet"}, gk{"batch", "v1", "Job"}
+	deploy, ds, job := gk{Group: "apps", Version: "v1", Kind: "Deployment"}, gk{Group: "apps", Version: "v1", Kind: "DaemonSet"}, gk{Group: "batch", Version: "v1", Kind: "Job"}
 	for _, tc := range []struct {
 		name  string
 		e     cel.Expr

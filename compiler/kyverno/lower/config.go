@@ -7,8 +7,8 @@ import (
 
 // Unfiltered lowers what Kyverno's configuration c makes its webhook handler skip
 // (handlers.withFilter, before any policy runs) for a policy whose rules are for kinds (their
-// group and kind; any version, no subresource): resources is the condition that no resource
-// filter matches the request (config.ToFilter), users that the request's user is not excluded
+// group, kind and subresource; any version): resources is the condition that no resource filter
+// matches the request (config.ToFilter), users that the request's user is not excluded
 // (config.IsExcluded). Each is cel.True when c skips nothing the policy sees. Both read only
 // the request, and never fail.
 func Unfiltered(c *kyverno.Config, kinds []Kind) (resources, users cel.Expr) {
@@ -16,32 +16,54 @@ func Unfiltered(c *kyverno.Config, kinds []Kind) (resources, users cel.Expr) {
 		return cel.True, cel.True
 	}
 	kind := cel.Field(request, "kind")
+	// The requests the policy sees: its kinds' (a subresource's where the kind names one), and
+	// a Pod's ephemeralcontainers wherever Pods are (or every kind).
+	type seen struct {
+		group, kind, sub string
+		every            bool // every kind (*)
+	}
+	var reqs []seen
+	for _, k := range kinds {
+		every := k.Group == "*" && k.Version == "*" && k.Kind == "*"
+		reqs = append(reqs, seen{k.Group, k.Kind, k.Subresource, every})
+		if k.Subresource == "" && (every || k.Group == "" && k.Kind == "Pod") {
+			reqs = append(reqs, seen{group: "", kind: "Pod", sub: "ephemeralcontainers"})
+		}
+	}
 	var filtered []cel.Expr
 	for _, f := range c.Filters {
-		// The policy's requests are for its kinds' resources, never a subresource.
-		if !kyverno.Match(f.Subresource, "") {
-			continue
-		}
-		matchesAll, matchesSome, namespaceKind := true, false, false
-		for _, k := range kinds {
-			if k.Group == "*" && k.Version == "*" && k.Kind == "*" {
-				// Every kind: the filter matches some (tested on the request).
-				matchesAll, matchesSome = false, true
-				namespaceKind = namespaceKind || kyverno.Match(f.Group, "") && kyverno.Match(f.Kind, "Namespace")
-				continue
+		// The filter's group and kind, and its subresource, each tested on the request unless
+		// it holds for every request the other holds for.
+		all, matchesSome, needGK, needSub, namespaceKind := true, false, false, false, false
+		for _, r := range reqs {
+			// For every kind (*), the group and kind match some requests (tested).
+			gk := r.every || kyverno.Match(f.Group, r.group) && kyverno.Match(f.Kind, r.kind)
+			sub := kyverno.Match(f.Subresource, r.sub)
+			all = all && !r.every && gk && sub
+			matchesSome = matchesSome || gk && sub
+			needGK = needGK || sub && (r.every || !gk)
+			needSub = needSub || gk && !sub
+			if r.every {
+				namespaceKind = namespaceKind || sub && kyverno.Match(f.Group, "") && kyverno.Match(f.Kind, "Namespace")
+			} else {
+				namespaceKind = namespaceKind || gk && sub && r.group == "" && r.kind == "Namespace"
 			}
-			m := kyverno.Match(f.Group, k.Group) && kyverno.Match(f.Kind, k.Kind)
-			matchesAll, matchesSome = matchesAll && m, matchesSome || m
-			namespaceKind = namespaceKind || m && k.Group == "" && k.Kind == "Namespace"
 		}
 		if !matchesSome {
 			continue
 		}
-		gk := cel.True
-		if !matchesAll {
-			gk = cel.And(Glob(f.Group, cel.Field(kind, "group")), Glob(f.Kind, cel.Field(kind, "kind")))
+		if !all && !needGK && !needSub {
+			// The filter matches the requests its group and kind match, and only those.
+			needGK = true
 		}
-		version := Glob(f.Version, cel.Field(kind, "version"))
+		var cs []cel.Expr
+		if needGK {
+			cs = append(cs, Glob(f.Group, cel.Field(kind, "group")), Glob(f.Kind, cel.Field(kind, "kind")))
+		}
+		if needSub {
+			cs = append(cs, Glob(f.Subresource, SubResource()))
+		}
+		cs = append(cs, Glob(f.Version, cel.Field(kind, "version")))
 		where := cel.And(Glob(f.Namespace, requestString("namespace")), Glob(f.Name, requestString("name")))
 		if namespaceKind {
 			// Kyverno also matches a Namespace's name against the filter's namespace.
@@ -49,7 +71,7 @@ func Unfiltered(c *kyverno.Config, kinds []Kind) (resources, users cel.Expr) {
 				cel.Bin("==", cel.Field(kind, "kind"), cel.Str("Namespace")))
 			where = cel.Or(where, cel.And(isNamespace, Glob(f.Namespace, requestString("name"))))
 		}
-		filtered = append(filtered, cel.And(gk, version, where))
+		filtered = append(filtered, cel.And(append(cs, where)...))
 	}
 	resources = cel.Negate(cel.Or(filtered...))
 	users = cel.True

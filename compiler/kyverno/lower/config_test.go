@@ -10,9 +10,11 @@ import (
 	"github.com/mapc-dev/mapc/compiler/kyverno"
 )
 
-// TestUnfiltered: filters for kinds the policy has no rule for, and for subresources, are
-// dropped; a filter that matches every kind of the policy tests neither group nor kind; the
-// Namespace case is only there for policies on Namespaces; inclusions beat exclusions.
+// TestUnfiltered: filters for kinds and subresources the policy is not called for are dropped;
+// a filter that matches every kind of the policy tests neither group nor kind, one that matches
+// every subresource it is called for tests none (a Pod's ephemeralcontainers counts where Pods
+// are); the Namespace case is only there for policies on Namespaces; inclusions beat
+// exclusions.
 func TestUnfiltered(t *testing.T) {
 	pod := []Kind{{Group: "", Kind: "Pod"}}
 	filter := func(g, v, k, s, ns, n string) kyverno.ResourceFilter {
@@ -28,6 +30,7 @@ func TestUnfiltered(t *testing.T) {
 	}
 	ns := `(has(request.namespace) ? request.namespace : "")`
 	name := `(has(request.name) ? request.name : "")`
+	sub := `(has(request.subResource) ? request.subResource : "")`
 	for _, tc := range []struct {
 		name    string
 		filters []kyverno.ResourceFilter
@@ -36,7 +39,14 @@ func TestUnfiltered(t *testing.T) {
 	}{
 		{"other kinds", []kyverno.ResourceFilter{filter("*", "*", "Event", "", "*", "*"), filter("apps", "*", "Pod", "", "*", "*")}, pod, "true"},
 		{"subresources", []kyverno.ResourceFilter{filter("*", "*", "Pod", "exec", "*", "*"), filter("*", "*", "*", "status", "*", "*")}, pod, "true"},
-		{"every request", []kyverno.ResourceFilter{filter("*", "*", "Pod", "", "*", "*")}, pod, "false"},
+		{"every request", []kyverno.ResourceFilter{filter("*", "*", "Pod", "*", "*", "*")}, pod, "false"},
+		{"not kubectl debug's", []kyverno.ResourceFilter{filter("*", "*", "Pod", "", "*", "*")}, pod, `!(` + sub + ` == "")`},
+		{"kubectl debug's", []kyverno.ResourceFilter{filter("*", "*", "Pod", "ephemeralcontainers", "*", "*")}, pod, `!(` + sub + ` == "ephemeralcontainers")`},
+		{"a status", []kyverno.ResourceFilter{filter("*", "*", "Node", "*", "*", "*"), filter("*", "*", "Node", "", "*", "*")}, []Kind{{Kind: "Node", Subresource: "status"}}, "false"},
+		{"status beside the resource", []kyverno.ResourceFilter{filter("*", "*", "Node", "status", "*", "*")}, []Kind{{Kind: "Node"}, {Kind: "Node", Subresource: "status"}},
+			`!(` + sub + ` == "status")`},
+		{"the resource beside a status", []kyverno.ResourceFilter{filter("*", "*", "Node", "", "*", "*")}, []Kind{{Kind: "Node"}, {Kind: "ConfigMap", Subresource: "status"}},
+			`!(request.kind.kind == "Node")`},
 		{"a namespace", []kyverno.ResourceFilter{filter("*", "*", "*", "*", "kube-system", "*")}, pod,
 			`!(` + ns + ` == "kube-system")`},
 		{"one kind of two, a version", []kyverno.ResourceFilter{filter("*", "v1", "ConfigMap", "", "*", "skip-*")}, append(pod, Kind{Kind: "ConfigMap"}),

@@ -92,17 +92,49 @@ func ParseKind(input string) Kind {
 	return Kind{g, v, k, s}
 }
 
-// kindMatch is the request's kind against one kinds entry.
-func kindMatch(k Kind) cel.Expr {
+// kindMatch is the request against one kinds entry (kyverno CheckKind, as the engine calls it:
+// ephemeral containers allowed): its group, version and kind, and its subresource, which for a
+// v1 Pod may also be ephemeralcontainers whatever the entry's. subs: the policy is called for
+// subresources other than a Pod's ephemeralcontainers, so an entry without one tests that the
+// request has none; otherwise the only subresource requests are a Pod's ephemeral containers,
+// which every entry for Pods (or every kind) takes, and entries without one test nothing more.
+func kindMatch(k Kind, subs bool) cel.Expr {
 	kind := cel.Field(request, "kind")
-	// The policies match main resources only (the back end refuses subresources): the request
-	// has no subresource.
-	return cel.And(Glob(k.Group, cel.Field(kind, "group")), Glob(k.Version, cel.Field(kind, "version")), Glob(k.Kind, cel.Field(kind, "kind")))
+	cs := []cel.Expr{Glob(k.Group, cel.Field(kind, "group")), Glob(k.Version, cel.Field(kind, "version")), Glob(k.Kind, cel.Field(kind, "kind"))}
+	if k.Subresource == "" && !subs {
+		return cel.And(cs...)
+	}
+	sub := SubResource()
+	test := Glob(k.Subresource, sub)
+	if kyverno.Match(k.Group, "") && kyverno.Match(k.Version, "v1") && kyverno.Match(k.Kind, "Pod") && !kyverno.Match(k.Subresource, "ephemeralcontainers") {
+		pod := cel.And(cel.Bin("==", cel.Field(kind, "group"), cel.Str("")), cel.Bin("==", cel.Field(kind, "version"), cel.Str("v1")),
+			cel.Bin("==", cel.Field(kind, "kind"), cel.Str("Pod")))
+		test = cel.Or(test, cel.And(pod, cel.Bin("==", sub, cel.Str("ephemeralcontainers"))))
+	}
+	return cel.And(append(cs, test)...)
+}
+
+// SubResource is the request's subresource, "" for the resource itself.
+func SubResource() cel.Expr { return requestString("subResource") }
+
+// Subresources: is the policy called for subresources other than a Pod's ephemeralcontainers
+// (a match block names one)?
+func Subresources(p *kyverno.Policy) bool {
+	for _, r := range p.Rules {
+		for _, f := range append(append([]kyverno.Filter(nil), r.Match.Any...), r.Match.All...) {
+			for _, k := range f.Kinds {
+				if s := ParseKind(k).Subresource; s != "" && s != "ephemeralcontainers" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Filter is one resource filter as a condition (pkg/engine/utils doesResourceMatchConditionBlock).
-// An empty filter never matches.
-func Filter(f kyverno.Filter) (cel.Expr, error) {
+// An empty filter never matches. subs is as for kindMatch.
+func Filter(f kyverno.Filter, subs bool) (cel.Expr, error) {
 	if f.Empty() {
 		return cel.False, nil
 	}
@@ -117,7 +149,7 @@ func Filter(f kyverno.Filter) (cel.Expr, error) {
 	if len(f.Kinds) > 0 {
 		var ks []cel.Expr
 		for _, k := range f.Kinds {
-			ks = append(ks, kindMatch(ParseKind(k)))
+			ks = append(ks, kindMatch(ParseKind(k), subs))
 		}
 		cs = append(cs, cel.Or(ks...))
 	}
@@ -229,13 +261,14 @@ func Rule(p *kyverno.Policy, r *kyverno.Rule) (cel.Expr, error) {
 	if p.Namespace != "" {
 		cs = append(cs, cel.Bin("==", orValue(metadata, "namespace", cel.Str("")), cel.Str(p.Namespace)))
 	}
-	m, err := block(r.Match)
+	subs := Subresources(p)
+	m, err := block(r.Match, subs)
 	if err != nil {
 		return nil, err
 	}
 	cs = append(cs, m)
 	if !r.Exclude.Empty() {
-		x, err := block(r.Exclude)
+		x, err := block(r.Exclude, subs)
 		if err != nil {
 			return nil, err
 		}
@@ -246,14 +279,14 @@ func Rule(p *kyverno.Policy, r *kyverno.Rule) (cel.Expr, error) {
 
 // block is a match block (any: one filter matches; all: every filter matches) or an exclude
 // block (excluded when any, or all, filters match; an empty filter never excludes).
-func block(b kyverno.Block) (cel.Expr, error) {
+func block(b kyverno.Block, subs bool) (cel.Expr, error) {
 	filters, any := b.All, false
 	if len(b.Any) > 0 {
 		filters, any = b.Any, true
 	}
 	var cs []cel.Expr
 	for _, f := range filters {
-		c, err := Filter(f)
+		c, err := Filter(f, subs)
 		if err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/mapc-dev/mapc/cel/admission"
 	"github.com/mapc-dev/mapc/compiler"
 	"github.com/mapc-dev/mapc/compiler/source"
+	"github.com/mapc-dev/mapc/emit"
 	"github.com/mapc-dev/mapc/verify"
 )
 
@@ -67,6 +68,9 @@ type outcome struct {
 	// and orders counts the orders tried (this one's included).
 	others []outcome
 	orders int
+	// status: the request was for the status subresource, whose stored status is compared too
+	// (clean drops it elsewhere: the API server ignores the status a create or update sends).
+	status bool
 }
 
 // prediction is one request to the API server and what each engine says it will store.
@@ -112,6 +116,10 @@ type runner struct {
 	items       []*item
 	// saved are immortal namespaces as they were before the case changed them.
 	saved map[string]*unstructured.Unstructured
+	// policies are the compiled policies the case binds; deferred the updates sent with them
+	// bound that are checked once they are unbound (settle).
+	policies []*emit.Policy
+	deferred []deferredCheck
 }
 
 var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
@@ -223,6 +231,7 @@ func runCompiled(t *testing.T, c *cluster, tc testCase, out *compiler.Output, kv
 	// A.
 	r.prepare()
 	// B.
+	r.policies = out.Policies
 	took, err := c.bind(ctx, out.Policies)
 	if err != nil {
 		t.Fatal(err)
@@ -501,8 +510,26 @@ func (r *runner) exercise() {
 		got, err := c.create(ctx, it.gvr, it.obj, false)
 		res := r.readBack(it, got, err)
 		r.check(it, it.onCreate, res)
-		if it.debugContainer != nil && res.err == nil {
-			r.exerciseDebug(it, res.obj)
+		if res.err != nil {
+			continue
+		}
+		stored := res.obj
+		// The next steps each start from the object as stored by the one before.
+		next := func() {
+			if stored, err = r.c.get(ctx, it.gvr, it.obj.GetNamespace(), it.obj.GetName()); err != nil {
+				r.t.Fatalf("%s: reading it back: %v", it.key, err)
+			}
+		}
+		if it.debugContainer != nil {
+			r.exerciseDebug(it, stored)
+			next()
+		}
+		if r.ref.statusCase(it.obj) {
+			r.exerciseUnchanged(it, stored, "status")
+			next()
+		}
+		if r.ref.updatesUnchanged() {
+			r.exerciseUnchanged(it, stored, "")
 		}
 	}
 	// Updates of the namespaces, then creates (of those that can be deleted).
@@ -513,6 +540,7 @@ func (r *runner) exercise() {
 		got, err := c.update(ctx, it.gvr, it.updateIn, false)
 		r.check(it, it.onUpdate, r.readBack(it, got, err))
 	}
+	r.settle()
 	r.deleteObjects()
 	for _, it := range r.items {
 		if !it.isNS || it.onCreate == nil {
@@ -573,6 +601,93 @@ func (r *runner) exerciseDebug(it *item, stored *unstructured.Unstructured) {
 	p.outcomes = r.outcomes(refs, evs, func(o *outcome) { o.server = verify.Stored("ephemeralcontainers", old, o.raw) })
 	got, err := r.c.updateSubresource(r.ctx, it.gvr, in, ephemeralContainers, false)
 	r.check(it, p, r.readBack(it, got, err))
+}
+
+// deferredCheck is an update sent with the policies bound whose predictions are taken as the
+// API server stores them once the policies are unbound (settle).
+type deferredCheck struct {
+	it  *item
+	p   *prediction
+	got result
+}
+
+// exerciseUnchanged sends an UPDATE of an object the policies created (stored, as the API
+// server has it now) that changes nothing, as a client writing back what it read does: of the
+// object itself (sub ""), where Kyverno's rules run again on what they mutated (an append
+// appends again, a merge finds its work done), or of its status (sub "status"), where the
+// rules for that subresource run (Kyverno's Node/status). The engines predict it from the
+// stored object. Their results are taken as the API server stores them by a dry run once the
+// policies are unbound (settle): what it keeps of a status update depends on the kind's
+// strategy (a Node's keeps the metadata, others reset it).
+func (r *runner) exerciseUnchanged(it *item, stored *unstructured.Unstructured, sub string) {
+	in := stored.DeepCopy()
+	unstructured.RemoveNestedField(in.Object, "metadata", "managedFields")
+	var ns *corev1.Namespace
+	if it.namespaced {
+		ns = r.nss[it.obj.GetNamespace()]
+	}
+	p := &prediction{op: admissionv1.Update, sub: sub, input: in, old: in}
+	refs := r.ref.admit(r.ctx, verify.RefRequest{Object: in.DeepCopy(), OldObject: in, Namespace: ns, Operation: admissionv1.Update, SubResource: sub})
+	evs := r.evaluateSub(in, in, admissionv1.Update, sub)
+	p.outcomes = r.outcomes(refs, evs, func(o *outcome) {})
+	var got *unstructured.Unstructured
+	var err error
+	if sub == "" {
+		got, err = r.c.update(r.ctx, it.gvr, in, false)
+	} else {
+		got, err = r.c.updateSubresource(r.ctx, it.gvr, in, sub, false)
+	}
+	r.deferred = append(r.deferred, deferredCheck{it: it, p: p, got: r.readBack(it, got, err)})
+}
+
+// settle checks the updates exerciseUnchanged sent: with the policies unbound, a dry-run
+// update with each prediction (on the resource or its subresource, as sent) shows it as the
+// API server stores it, then the policies are bound again. The dry run's old object is the
+// stored one after the update, which has the spec, status and metadata the engines' old had
+// wherever the API server takes them from the old object (an update of the status changes no
+// spec, an update of the resource no status, and a reset field was reset alike).
+func (r *runner) settle() {
+	if len(r.deferred) == 0 {
+		return
+	}
+	if err := r.c.unbind(r.ctx); err != nil {
+		r.t.Fatalf("removing the policies to check the updates sent with them: %v", err)
+	}
+	for _, d := range r.deferred {
+		it, sub := d.it, d.p.sub
+		cur, err := r.c.get(r.ctx, it.gvr, it.obj.GetNamespace(), it.obj.GetName())
+		if err != nil {
+			r.t.Fatalf("%s: reading it back: %v", it.key, err)
+		}
+		store := func(o *outcome) {
+			o.status = sub == "status"
+			if o.denied != nil {
+				return
+			}
+			raw := o.raw.DeepCopy()
+			raw.SetResourceVersion(cur.GetResourceVersion())
+			if sub == "" {
+				o.server, o.serverErr = r.c.update(r.ctx, it.gvr, raw, true)
+			} else {
+				o.server, o.serverErr = r.c.updateSubresource(r.ctx, it.gvr, raw, sub, true)
+			}
+			if o.serverErr != nil && !isInvalid(o.serverErr) {
+				r.t.Errorf("%s: dry-run update (%s) of the %s prediction: %v", it.key, sub, o.engine, o.serverErr)
+			}
+		}
+		for i := range d.p.outcomes {
+			o := &d.p.outcomes[i]
+			store(o)
+			for j := range o.others {
+				store(&o.others[j])
+			}
+		}
+		r.check(it, d.p, d.got)
+	}
+	r.deferred = nil
+	if _, err := r.c.bind(r.ctx, r.policies); err != nil {
+		r.t.Fatalf("binding the policies again: %v", err)
+	}
 }
 
 // ephemeralContainers is the subresource kubectl debug updates.
@@ -636,6 +751,10 @@ func (r *runner) check(it *item, p *prediction, got result) {
 
 // verdict is "" when the API server did what the engine predicted, else what differs.
 func verdict(o outcome, got result) string {
+	clean := clean
+	if o.status {
+		clean = cleanStatus
+	}
 	switch {
 	case o.denied != nil && got.err != nil:
 		return ""
@@ -728,6 +847,19 @@ func clean(o *unstructured.Unstructured) *unstructured.Unstructured {
 		return nil
 	}
 	return stripServerFields(o)
+}
+
+// cleanStatus is clean but keeping the status.
+func cleanStatus(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o == nil {
+		return nil
+	}
+	status, ok, _ := unstructured.NestedFieldCopy(o.Object, "status")
+	o = stripServerFields(o)
+	if ok {
+		o.Object["status"] = status
+	}
+	return o
 }
 
 func equalJSON(a, b any) bool {

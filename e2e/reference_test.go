@@ -49,6 +49,12 @@ type reference interface {
 	// admit gives the engine's distinct results for one request: first in the order its
 	// policies were given, then in the other orders tried that give another result.
 	admit(ctx context.Context, req verify.RefRequest) *candidates
+	// statusCase: do the policies have rules for obj's status subresource (see
+	// verify.KyvernoReference.StatusCase)?
+	statusCase(obj *unstructured.Unstructured) bool
+	// updatesUnchanged: is each object the policies created also updated with no change (see
+	// verify.UpdateOfResult)?
+	updatesUnchanged() bool
 	close()
 }
 
@@ -101,6 +107,14 @@ func newGatekeeperReference(mutators []*unstructured.Unstructured, _ map[string]
 func (g gatekeeperReference) name() string { return gatekeeperLanguage.name }
 func (g gatekeeperReference) close()       {}
 
+// statusCase: Gatekeeper's mutators are for the resources themselves (its webhook is not
+// called for status updates).
+func (g gatekeeperReference) statusCase(*unstructured.Unstructured) bool { return false }
+
+// updatesUnchanged: Gatekeeper runs its mutators until the object stops changing, so they
+// change nothing of what they mutated; the update with a new annotation covers updates.
+func (g gatekeeperReference) updatesUnchanged() bool { return false }
+
 func (g gatekeeperReference) admit(ctx context.Context, req verify.RefRequest) *candidates {
 	obj, err := g.e.Admit(ctx, gatekeeper.Request{Object: req.Object, OldObject: req.OldObject, Namespace: req.Namespace, Operation: req.Operation})
 	cs := &candidates{}
@@ -140,6 +154,15 @@ func newKyvernoReference(policies []*unstructured.Unstructured, config map[strin
 
 func (k *kyvernoReference) name() string { return kyvernoLanguage.name }
 func (k *kyvernoReference) close()       { _ = k.k.Close() }
+
+// updatesUnchanged: Kyverno's rules run again on every update of what they mutated, where a
+// JSON patch that appends appends again.
+func (k *kyvernoReference) updatesUnchanged() bool { return true }
+
+func (k *kyvernoReference) statusCase(obj *unstructured.Unstructured) bool {
+	_, ok := k.k.StatusCase(obj)
+	return ok
+}
 
 func (k *kyvernoReference) admit(ctx context.Context, req verify.RefRequest) *candidates {
 	cs := &candidates{}

@@ -136,9 +136,12 @@ var nsGVR = corev1.SchemeGroupVersion.WithResource("namespaces")
 //	B. the compiled policies are created (dry run first) and the test waits until they are active.
 //	C. each object is updated, then deleted and created again (a Pod created so then gets an
 //	   ephemeral container through pods/ephemeralcontainers, as kubectl debug adds one, which
-//	   both engines predict from the stored Pod); then the namespaces are updated, and deleted
-//	   and created again. Every result (or rejection) is compared with both predictions (with
-//	   any of an engine's orders), ignoring server-set metadata and status.
+//	   both engines predict from the stored Pod; for Kyverno, an object of a kind whose status
+//	   a rule is for gets an update of its status, and each object an update with no change,
+//	   whose predictions are taken as stored once the policies are unbound: settle); then the
+//	   namespaces are updated, and deleted and created again. Every result (or rejection) is
+//	   compared with both predictions (with any of an engine's orders), ignoring server-set
+//	   metadata and status (but for a status update).
 //	D. everything is deleted (also when the case fails).
 func runCase(t *testing.T, c *cluster, tc testCase) {
 	kv, err := c.compileVersion(tc.kubeVersion)

@@ -213,6 +213,10 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 				c.Name = "UPDATE pods/ephemeralcontainers " + d.Object.GetKind() + "/" + d.Object.GetName()
 				objCases = append(objCases, c)
 			}
+			if c, ok := verify.ServiceStatusCase(d.Object); ok {
+				// And a Service's status update.
+				objCases = append(objCases, c)
+			}
 		}
 	}
 	var cases []verify.Case

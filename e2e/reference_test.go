@@ -107,9 +107,12 @@ func newGatekeeperReference(mutators []*unstructured.Unstructured, _ map[string]
 func (g gatekeeperReference) name() string { return gatekeeperLanguage.name }
 func (g gatekeeperReference) close()       {}
 
-// statusCase: Gatekeeper's mutators are for the resources themselves (its webhook is not
-// called for status updates).
-func (g gatekeeperReference) statusCase(*unstructured.Unstructured) bool { return false }
+// statusCase: Gatekeeper's webhook, as its Helm chart installs it, is called for a Service's
+// status updates (services/status).
+func (g gatekeeperReference) statusCase(obj *unstructured.Unstructured) bool {
+	_, ok := verify.ServiceStatusCase(obj)
+	return ok
+}
 
 // updatesUnchanged: Gatekeeper runs its mutators until the object stops changing, so they
 // change nothing of what they mutated; the update with a new annotation covers updates.

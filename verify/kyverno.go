@@ -301,6 +301,16 @@ func namesStatus(res map[string]any, kind string) bool {
 	return false
 }
 
+// ServiceStatusCase is an UPDATE of a Service's (v1) status changing nothing, as a controller
+// writing the status it read sends (a load balancer's), which Gatekeeper's webhook, as its Helm
+// chart installs it, is called for (services/status); ok is false for other objects.
+func ServiceStatusCase(obj *unstructured.Unstructured) (Case, bool) {
+	if obj.GetAPIVersion() != "v1" || obj.GetKind() != "Service" {
+		return Case{}, false
+	}
+	return Case{Name: "UPDATE services/status " + caseName(obj), Object: obj, OldObject: obj, Operation: admissionv1.Update, SubResource: "status"}, true
+}
+
 // UpdateOfResult is the update with no change of the object as a passing CREATE case c left it
 // (r, its result: the reference's): Kyverno's rules run again on every update of what they
 // mutated, where a JSON patch that appends appends again and a merge finds its work done. ok is

@@ -44,9 +44,12 @@ func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condi
 // resourceRules expresses the kinds and operations a mutation applies to. Kinds the client
 // libraries know become their resources; other kinds (custom resources) match every resource of
 // their group and version, and the kind itself is checked by a match condition (needsKindCondition).
-// Where Pods are, pods/ephemeralcontainers is too: Gatekeeper's Helm chart installs its mutating
-// webhook for it (mutatingWebhookSubResources), so kubectl debug's request, an UPDATE of the Pod
-// of which the API server keeps only the ephemeral containers, goes through the mutators of Pods.
+// Where Pods are, pods/ephemeralcontainers is too, and where Services are, services/status:
+// Gatekeeper's Helm chart installs its mutating webhook for them (mutatingWebhookSubResources),
+// and their requests carry the Pod and the Service, so kubectl debug's request (an UPDATE of the
+// Pod of which the API server keeps only the ephemeral containers) goes through the mutators of
+// Pods, and an update of a Service's status (of which it keeps the status and the metadata)
+// through those of Services.
 func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
 	scope := admissionregistrationv1.AllScopes
 	switch m.Scope {
@@ -59,7 +62,7 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		return []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: operationTypes(m.Operations),
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers}, Scope: &scope},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers, servicesStatus}, Scope: &scope},
 			},
 		}}
 	}
@@ -90,8 +93,13 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		if contains(res, "*") {
 			res = []string{"*"}
 		}
-		if (k.group == "" || k.group == "*") && (k.version == "v1" || k.version == "*") && (contains(res, "pods") || contains(res, "*")) {
-			res = append(res, ephemeralContainers)
+		if (k.group == "" || k.group == "*") && (k.version == "v1" || k.version == "*") {
+			if contains(res, "pods") || contains(res, "*") {
+				res = append(res, ephemeralContainers)
+			}
+			if contains(res, "services") || contains(res, "*") {
+				res = append(res, servicesStatus)
+			}
 		}
 		sort.Strings(res)
 		sc := scope
@@ -105,8 +113,12 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 	return out
 }
 
-// ephemeralContainers is the subresource of a Pod's ephemeral containers.
-const ephemeralContainers = "pods/ephemeralcontainers"
+// ephemeralContainers is the subresource of a Pod's ephemeral containers, servicesStatus a
+// Service's status.
+const (
+	ephemeralContainers = "pods/ephemeralcontainers"
+	servicesStatus      = "services/status"
+)
 
 // needsKindCondition reports whether some rule had to match all resources of a group/version, so
 // that the kinds must be checked by a match condition.

@@ -214,7 +214,10 @@ func goldenCase(t *testing.T, dir string, cfg caseConfig, kv *version.Version, l
 				objCases = append(objCases, c)
 			}
 			if c, ok := verify.ServiceStatusCase(d.Object); ok {
-				// And a Service's status update.
+				// And a Service's status update, and a Pod's binding.
+				objCases = append(objCases, c)
+			}
+			if c, ok := verify.BindingCase(d.Object); ok {
 				objCases = append(objCases, c)
 			}
 		}

@@ -476,6 +476,11 @@ func (r *runner) evaluate(input, old *unstructured.Unstructured, op admissionv1.
 
 // evaluateSub is evaluate for a request on a subresource.
 func (r *runner) evaluateSub(input, old *unstructured.Unstructured, op admissionv1.Operation, sub string) *candidates {
+	return r.evaluateReq(admission.Request{Object: input, OldObject: old, Operation: op, SubResource: sub})
+}
+
+// evaluateReq is evaluate for any request.
+func (r *runner) evaluateReq(req admission.Request) *candidates {
 	cs := &candidates{}
 	for _, order := range r.evOrders {
 		sets := make([]admission.PolicySet, len(order))
@@ -486,7 +491,9 @@ func (r *runner) evaluateSub(input, old *unstructured.Unstructured, op admission
 		if len(r.evOrders) == 1 {
 			names = nil
 		}
-		obj, err := r.ev.Admit(r.ctx, sets, admission.Request{Object: input.DeepCopy(), OldObject: old, Operation: op, SubResource: sub})
+		in := req
+		in.Object = req.Object.DeepCopy()
+		obj, err := r.ev.Admit(r.ctx, sets, in)
 		cs.add(candidate{order: names, raw: obj, denied: err})
 	}
 	return cs
@@ -533,6 +540,10 @@ func (r *runner) exercise() {
 		}
 		if r.ref.updatesUnchanged() {
 			r.exerciseUnchanged(it, stored, "")
+			next()
+		}
+		if r.ref.bindsPods() {
+			r.exerciseBinding(it, stored)
 		}
 	}
 	// Updates of the namespaces, then creates (of those that can be deleted).
@@ -691,6 +702,63 @@ func (r *runner) settle() {
 	if _, err := r.c.bind(r.ctx, r.policies); err != nil {
 		r.t.Fatalf("binding the policies again: %v", err)
 	}
+}
+
+// exerciseBinding binds a Pod the policies created (stored) that has no node, as the scheduler
+// does: a CREATE of pods/binding carrying a Binding (verify.Binding), which the engines predict.
+// The API server keeps no Binding: it sets the Pod's node and copies the Binding's annotations,
+// and its labels (with the PodTopologyLabelsAdmission feature, on in the API server the e2e
+// runs), over the Pod's (BindingREST's setPodNodeAndMetadata), which boundPod does to the
+// stored Pod with each prediction; a Binding is created once, so no dry run shows it.
+func (r *runner) exerciseBinding(it *item, stored *unstructured.Unstructured) {
+	if stored.GetAPIVersion() != "v1" || stored.GetKind() != "Pod" {
+		return
+	}
+	if node, _, _ := unstructured.NestedString(stored.Object, "spec", "nodeName"); node != "" {
+		return
+	}
+	const node = "node-1"
+	b := verify.Binding(stored, node)
+	var ns *corev1.Namespace
+	if it.namespaced {
+		ns = r.nss[it.obj.GetNamespace()]
+	}
+	p := &prediction{op: admissionv1.Create, sub: "binding", input: b}
+	refs := r.ref.admit(r.ctx, verify.RefRequest{Object: b.DeepCopy(), Namespace: ns, Operation: admissionv1.Create, SubResource: "binding"})
+	evs := r.evaluateReq(admission.Request{Object: b, Operation: admissionv1.Create, SubResource: "binding", Resource: it.gvr})
+	p.outcomes = r.outcomes(refs, evs, func(o *outcome) { o.server = boundPod(stored, o.raw, node) })
+	_, err := r.c.createSubresource(r.ctx, it.gvr, it.obj.GetNamespace(), b, "binding")
+	got := result{err: err}
+	if err == nil {
+		if got.obj, err = r.c.get(r.ctx, it.gvr, it.obj.GetNamespace(), it.obj.GetName()); err != nil {
+			r.t.Fatalf("%s: reading it back: %v", it.key, err)
+		}
+	}
+	r.check(it, p, got)
+}
+
+// boundPod is the Pod as the API server stores it once bound to node by binding: its node set,
+// the Binding's annotations and labels copied over its own.
+func boundPod(pod, binding *unstructured.Unstructured, node string) *unstructured.Unstructured {
+	out := pod.DeepCopy()
+	unstructured.RemoveNestedField(out.Object, "metadata", "managedFields")
+	_ = unstructured.SetNestedField(out.Object, node, "spec", "nodeName")
+	over := func(add, m map[string]string) map[string]string {
+		if m == nil {
+			m = map[string]string{}
+		}
+		for k, v := range add {
+			m[k] = v
+		}
+		return m
+	}
+	if add := binding.GetAnnotations(); len(add) > 0 {
+		out.SetAnnotations(over(add, out.GetAnnotations()))
+	}
+	if add := binding.GetLabels(); len(add) > 0 {
+		out.SetLabels(over(add, out.GetLabels()))
+	}
+	return out
 }
 
 // ephemeralContainers is the subresource kubectl debug updates.

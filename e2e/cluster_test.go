@@ -204,6 +204,12 @@ func (c *cluster) updateSubresource(ctx context.Context, gvr schema.GroupVersion
 	return c.client(gvr, o.GetNamespace()).Update(ctx, o.DeepCopy(), opts, sub)
 }
 
+// createSubresource creates o on the subresource sub of the object named as o (a Binding on
+// pods/binding).
+func (c *cluster) createSubresource(ctx context.Context, gvr schema.GroupVersionResource, namespace string, o *unstructured.Unstructured, sub string) (*unstructured.Unstructured, error) {
+	return c.client(gvr, namespace).Create(ctx, o.DeepCopy(), metav1.CreateOptions{FieldManager: "mapc-e2e"}, sub)
+}
+
 func (c *cluster) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
 	return c.client(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
 }

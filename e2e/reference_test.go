@@ -55,6 +55,9 @@ type reference interface {
 	// updatesUnchanged: is each object the policies created also updated with no change (see
 	// verify.UpdateOfResult)?
 	updatesUnchanged() bool
+	// bindsPods: is each Pod the policies created also bound to a node, as the scheduler
+	// does (pods/binding)?
+	bindsPods() bool
 	close()
 }
 
@@ -118,6 +121,10 @@ func (g gatekeeperReference) statusCase(obj *unstructured.Unstructured) bool {
 // change nothing of what they mutated; the update with a new annotation covers updates.
 func (g gatekeeperReference) updatesUnchanged() bool { return false }
 
+// bindsPods: Gatekeeper's webhook, as its Helm chart installs it, is called for a Pod's binding
+// (pods/binding), and the mutators of Bindings (of every kind) run on it.
+func (g gatekeeperReference) bindsPods() bool { return true }
+
 func (g gatekeeperReference) admit(ctx context.Context, req verify.RefRequest) *candidates {
 	obj, err := g.e.Admit(ctx, gatekeeper.Request{Object: req.Object, OldObject: req.OldObject, Namespace: req.Namespace, Operation: req.Operation})
 	cs := &candidates{}
@@ -161,6 +168,10 @@ func (k *kyvernoReference) close()       { _ = k.k.Close() }
 // updatesUnchanged: Kyverno's rules run again on every update of what they mutated, where a
 // JSON patch that appends appends again.
 func (k *kyvernoReference) updatesUnchanged() bool { return true }
+
+// bindsPods: Kyverno's webhook is called for a Pod's binding only for a rule naming it, which
+// mapc refuses (its request carries a Binding).
+func (k *kyvernoReference) bindsPods() bool { return false }
 
 func (k *kyvernoReference) statusCase(obj *unstructured.Unstructured) bool {
 	_, ok := k.k.StatusCase(obj)

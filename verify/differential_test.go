@@ -419,8 +419,14 @@ func runCase(ctx context.Context, c *gen.Case) *caseResult {
 		cases := []Case{vc}
 		if dc, ok := DebugCase(o); ok && op != admissionv1.Update {
 			// Gatekeeper's webhook, as its Helm chart installs it, mutates kubectl debug's
-			// request too.
+			// request too, and a Pod's binding, and a Service's status update.
 			cases = append(cases, dc)
+		}
+		if bc, ok := BindingCase(o); ok && op != admissionv1.Update {
+			cases = append(cases, bc)
+		}
+		if sc, ok := ServiceStatusCase(o); ok && op != admissionv1.Update {
+			cases = append(cases, sc)
 		}
 		for _, vc := range cases {
 			r := v.Check(ctx, vc)

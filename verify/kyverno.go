@@ -311,6 +311,35 @@ func ServiceStatusCase(obj *unstructured.Unstructured) (Case, bool) {
 	return Case{Name: "UPDATE services/status " + caseName(obj), Object: obj, OldObject: obj, Operation: admissionv1.Update, SubResource: "status"}, true
 }
 
+// BindingCase is a scheduler's binding of a Pod (v1) that has no node yet: a CREATE of
+// pods/binding carrying a Binding to the node "node-1", which Gatekeeper's webhook, as its Helm
+// chart installs it, is called for; the API server copies the Binding's annotations, and its
+// labels (with the PodTopologyLabelsAdmission feature), over the Pod's. ok is false for other
+// objects.
+func BindingCase(pod *unstructured.Unstructured) (Case, bool) {
+	if pod.GetAPIVersion() != "v1" || pod.GetKind() != "Pod" {
+		return Case{}, false
+	}
+	if node, _, _ := unstructured.NestedString(pod.Object, "spec", "nodeName"); node != "" {
+		return Case{}, false
+	}
+	return Case{Name: "CREATE pods/binding " + caseName(pod), Object: Binding(pod, "node-1"), Operation: admissionv1.Create,
+		SubResource: "binding", Resource: corev1.SchemeGroupVersion.WithResource("pods")}, true
+}
+
+// Binding is the Binding of pod to node, as the scheduler writes it.
+func Binding(pod *unstructured.Unstructured, node string) *unstructured.Unstructured {
+	meta := map[string]any{"name": pod.GetName()}
+	if ns := pod.GetNamespace(); ns != "" {
+		meta["namespace"] = ns
+	}
+	if uid := string(pod.GetUID()); uid != "" {
+		meta["uid"] = uid
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+		"target": map[string]any{"apiVersion": "v1", "kind": "Node", "name": node}}}
+}
+
 // UpdateOfResult is the update with no change of the object as a passing CREATE case c left it
 // (r, its result: the reference's): Kyverno's rules run again on every update of what they
 // mutated, where a JSON patch that appends appends again and a merge finds its work done. ok is

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mapc-dev/mapc/cel/admission"
@@ -81,6 +82,9 @@ type Case struct {
 	// "ephemeralcontainers", an UPDATE of a Pod that adds ephemeral containers (kubectl debug),
 	// whose results are compared as the API server stores them (see Stored).
 	SubResource string
+	// Resource is the request's resource where it is not the object's kind's (a Binding's
+	// pods/binding); zero for the kind's.
+	Resource schema.GroupVersionResource
 	// User is who sends the request (in group system:authenticated), to both the reference and
 	// the policies; "" is the user "mapc".
 	User string
@@ -265,8 +269,8 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 		res.Reason = nerr.Error()
 		return res
 	}
-	if c.SubResource != "" && c.SubResource != "ephemeralcontainers" && c.SubResource != "status" {
-		res.Reason = fmt.Sprintf("subresource %q: only ephemeralcontainers and status are supported", c.SubResource)
+	if c.SubResource != "" && c.SubResource != "ephemeralcontainers" && c.SubResource != "status" && c.SubResource != "binding" {
+		res.Reason = fmt.Sprintf("subresource %q: only ephemeralcontainers, status and binding are supported", c.SubResource)
 		return res
 	}
 	want, werr := v.ref.Admit(ctx, RefRequest{Object: in.DeepCopy(), OldObject: c.OldObject, Namespace: v.namespaceOf(in), Operation: op, SubResource: c.SubResource, User: c.User})
@@ -316,7 +320,7 @@ func (v *Verifier) Check(ctx context.Context, c Case) Result {
 			}
 		}
 		tr := &admission.Trace{}
-		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op, SubResource: c.SubResource, UserName: c.User})
+		got, gerr := v.ev.Admit(admission.WithTrace(ctx, tr), sets, admission.Request{Object: in.DeepCopy(), OldObject: c.OldObject, Operation: op, SubResource: c.SubResource, Resource: c.Resource, UserName: c.User})
 		if gerr == nil {
 			got, gerr = Normalize(got)
 		}

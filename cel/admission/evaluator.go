@@ -76,8 +76,11 @@ type Request struct {
 	// "ephemeralcontainers" for an UPDATE of a Pod's ephemeral containers: the policies whose
 	// resourceRules name "pods/ephemeralcontainers" are called for it.
 	SubResource string
-	UserName    string // default "mapc"
-	DryRun      bool
+	// Resource is the request's resource where it is not the object's kind's: a Pod's
+	// binding carries a Binding to pods/binding (zero: the kind's resource).
+	Resource schema.GroupVersionResource
+	UserName string // default "mapc"
+	DryRun   bool
 }
 
 // Evaluator admits objects through the API server's MutatingAdmissionPolicy
@@ -395,6 +398,9 @@ func (e *Evaluator) attributes(req Request) (admission.Attributes, error) {
 	gvr, namespaced, err := e.resourceFor(gvk, req.Object.GetNamespace() != "")
 	if err != nil {
 		return nil, err
+	}
+	if !req.Resource.Empty() {
+		gvr = req.Resource
 	}
 	obj, err := e.decode(req.Object)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // staticTypeConverterManager is the patch.TypeConverterManager handed to the
@@ -24,9 +25,14 @@ import (
 //     the CRD version (see crdTypeConverter), turned into a converter with
 //     managedfields.NewTypeConverter like the API server's manager does.
 //
-// Kinds that are neither get no converter, and the dispatcher fails the
-// request as the API server does for a kind whose schema is unknown.
+// Built-in kinds that client-go has no apply schema for (a Binding, which
+// nothing applies) are in the API server's /openapi/v3 all the same: they get
+// a converter that the JSONPatch patcher never calls and that fails an
+// ApplyConfiguration, which would need their schema (noSchema). Kinds that
+// are none of these get no converter, and the dispatcher fails the request as
+// the API server does for a kind whose schema is unknown.
 type staticTypeConverterManager struct {
+	scheme  *runtime.Scheme
 	builtin managedfields.TypeConverter
 	crds    map[schema.GroupVersionKind]managedfields.TypeConverter
 
@@ -38,6 +44,7 @@ var _ patch.TypeConverterManager = &staticTypeConverterManager{}
 
 func newStaticTypeConverterManager(s *runtime.Scheme, crds []*apiextensionsv1.CustomResourceDefinition) (*staticTypeConverterManager, error) {
 	m := &staticTypeConverterManager{
+		scheme:  s,
 		builtin: applyconfigurations.NewTypeConverter(s),
 		crds:    map[schema.GroupVersionKind]managedfields.TypeConverter{},
 		isBuilt: map[schema.GroupVersionKind]bool{},
@@ -80,7 +87,22 @@ func (m *staticTypeConverterManager) GetTypeConverter(gvk schema.GroupVersionKin
 	if tc, ok := m.crds[gvk]; ok {
 		return tc
 	}
+	if m.scheme.Recognizes(gvk) {
+		return noSchema{gvk}
+	}
 	return nil
+}
+
+// noSchema is the converter of a built-in kind without an apply schema in
+// client-go (see staticTypeConverterManager).
+type noSchema struct{ gvk schema.GroupVersionKind }
+
+func (n noSchema) ObjectToTyped(runtime.Object, ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	return nil, fmt.Errorf("admission: no schema for %s in process: an ApplyConfiguration on it cannot be evaluated here", n.gvk)
+}
+
+func (n noSchema) TypedToObject(*typed.TypedValue) (runtime.Object, error) {
+	return nil, fmt.Errorf("admission: no schema for %s in process: an ApplyConfiguration on it cannot be evaluated here", n.gvk)
 }
 
 // Run implements patch.TypeConverterManager; static schemas need no refresh.

@@ -76,7 +76,7 @@ func TestInstallContext(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("verify: exit %d:\n%s\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "7 passed, 0 failed") { // 3 Pods also on kubectl debug's request
+	if !strings.Contains(out, "10 passed, 0 failed") { // 3 Pods also on kubectl debug's request and bound
 		t.Errorf("verify:\n%s", out)
 	}
 

@@ -181,12 +181,12 @@ func TestVerifyParams(t *testing.T) {
 		{
 			name:   "the param's value is Gatekeeper's",
 			args:   []string{"-f", mutator, "-f", pod, "--policies", policy, "--params", cm},
-			stdout: []string{"PASS Pod/default/app", "2 passed, 0 failed"},
+			stdout: []string{"PASS Pod/default/app", "3 passed, 0 failed"},
 		},
 		{
 			name:   "a custom resource param, with --crd",
 			args:   []string{"-f", mutator, "-f", pod, "--policies", gadgetPolicy, "--params", gadget, "--crd", crd},
-			stdout: []string{"PASS Pod/default/app", "2 passed, 0 failed"},
+			stdout: []string{"PASS Pod/default/app", "3 passed, 0 failed"},
 		},
 		{
 			name:   "another value differs",

@@ -292,6 +292,9 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		if c, ok := verify.ServiceStatusCase(obj); ok {
 			cases = append(cases, c)
 		}
+		if c, ok := verify.BindingCase(obj); ok {
+			cases = append(cases, c)
+		}
 	}
 	what := "object(s)"
 	if len(cases) != len(objects) {

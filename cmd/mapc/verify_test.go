@@ -56,17 +56,17 @@ func TestVerify(t *testing.T) {
 		{
 			name:   "mutators and objects in one file",
 			args:   []string{"-f", both},
-			stdout: []string{"PASS Pod/default/app (1 policy", "PASS UPDATE pods/ephemeralcontainers Pod/default/app (", "2 passed, 0 failed"},
+			stdout: []string{"PASS Pod/default/app (1 policy", "PASS UPDATE pods/ephemeralcontainers Pod/default/app (", "PASS CREATE pods/binding Pod/default/app (", "3 passed, 0 failed"},
 		},
 		{
 			name:   "an object without a namespace is in the request's namespace, for Gatekeeper too",
 			args:   []string{"-f", mutator, "-f", noNamespace},
-			stdout: []string{"PASS Pod/default/app (", "2 passed, 0 failed"},
+			stdout: []string{"PASS Pod/default/app (", "3 passed, 0 failed"},
 		},
 		{
 			name:   "a correct hand-written policy passes",
 			args:   []string{"-f", mutator, "-f", pod, "--policies", good},
-			stdout: []string{"PASS Pod/default/app", "2 passed, 0 failed"},
+			stdout: []string{"PASS Pod/default/app", "3 passed, 0 failed"},
 		},
 		{
 			name: "a wrong hand-written policy fails with a readable diff and the order",
@@ -77,9 +77,9 @@ func TestVerify(t *testing.T) {
 				"  policy order: owner\n",
 				"  --- gatekeeper\n  +++ policies\n",
 				"  -    owner: admin\n  +    owner: root\n",
-				"1 passed, 1 failed\n",
+				"2 passed, 1 failed\n",
 			},
-			stderr: []string{"1 of 2 request(s) are not mutated as Gatekeeper mutates them"},
+			stderr: []string{"1 of 3 request(s) are not mutated as Gatekeeper mutates them"},
 		},
 		{
 			name:     "a document that is not an object fails before anything is admitted",
@@ -105,7 +105,7 @@ func TestVerify(t *testing.T) {
 			name:   "policies among -f are ignored",
 			args:   []string{"-f", mutator, "-f", pod, "-f", good},
 			stderr: []string{"good.yaml:1: MutatingAdmissionPolicy/owner is a policy; to verify policies give them with --policies (ignored)"},
-			stdout: []string{"2 passed, 0 failed"},
+			stdout: []string{"3 passed, 0 failed"},
 		},
 		{name: "no mutators", args: []string{"-f", pod}, code: 1, stderr: []string{"no Gatekeeper mutators"}},
 		{name: "no objects", args: []string{"-f", mutator}, code: 1, stderr: []string{"no objects to admit"}},
@@ -141,18 +141,22 @@ func TestVerifyExamplesEveryObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := 5 + len(entries) - 1
-	objects, debugged := 0, 0 // Pods are also checked on kubectl debug's request
+	// Pods are also checked on kubectl debug's request and on their binding.
+	objects, debugged, bound := 0, 0, 0
 	if len(rep.Suites) == 1 {
 		for _, r := range rep.Suites[0].Results {
-			if strings.HasPrefix(r.Case, "UPDATE pods/ephemeralcontainers ") {
+			switch {
+			case strings.HasPrefix(r.Case, "UPDATE pods/ephemeralcontainers "):
 				debugged++
-			} else {
+			case strings.HasPrefix(r.Case, "CREATE pods/binding "):
+				bound++
+			default:
 				objects++
 			}
 		}
 	}
-	if rep.Failed != 0 || len(rep.Suites) != 1 || objects != want || debugged == 0 || rep.Passed != objects+debugged {
-		t.Errorf("passed %d failed %d, want %d objects to pass, and the Pods on kubectl debug's request:\n%s", rep.Passed, rep.Failed, want, stdout)
+	if rep.Failed != 0 || len(rep.Suites) != 1 || objects != want || debugged == 0 || bound != debugged || rep.Passed != objects+debugged+bound {
+		t.Errorf("passed %d failed %d, want %d objects to pass, and the Pods on kubectl debug's request and their binding:\n%s", rep.Passed, rep.Failed, want, stdout)
 	}
 }
 
@@ -186,11 +190,12 @@ func TestVerifyReports(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	// The two creates fail; kubectl debug's requests pass (the label written there is not stored).
-	if rep.Failed != 2 || rep.Passed != 2 || len(rep.Suites) != 1 || len(rep.Suites[0].Results) != 4 {
+	// The two creates fail; kubectl debug's requests pass (the label written there is not
+	// stored), and so do the bindings (the mutator is of Pods).
+	if rep.Failed != 2 || rep.Passed != 4 || len(rep.Suites) != 1 || len(rep.Suites[0].Results) != 6 {
 		t.Fatalf("unexpected report:\n%s", stdout)
 	}
-	r := rep.Suites[0].Results[0]
+	r := rep.Suites[0].Results[2]
 	if r.Case != "Pod/default/app" || r.Pass || len(r.FailingOrder) != 1 || !strings.Contains(r.Diff, "+    owner: root") || r.Want == nil || r.Got == nil {
 		t.Errorf("unexpected result %+v", r)
 	}
@@ -217,10 +222,10 @@ func TestVerifyReports(t *testing.T) {
 	if err := xml.Unmarshal([]byte(stdout), &junit); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if junit.Tests != 4 || junit.Failures != 2 || len(junit.Suites) != 1 || len(junit.Suites[0].Cases) != 4 {
+	if junit.Tests != 6 || junit.Failures != 2 || len(junit.Suites) != 1 || len(junit.Suites[0].Cases) != 6 {
 		t.Fatalf("unexpected JUnit report:\n%s", stdout)
 	}
-	c := junit.Suites[0].Cases[0]
+	c := junit.Suites[0].Cases[2]
 	if c.Name != "Pod/default/app" || c.Failure == nil || c.Failure.Message != "the policies mutate the object differently from Gatekeeper" ||
 		!strings.Contains(c.Failure.Text, "policy order: owner\n") || !strings.Contains(c.Failure.Text, "-    owner: admin\n+    owner: root\n") {
 		t.Errorf("unexpected testcase %+v", c)

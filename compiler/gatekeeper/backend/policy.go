@@ -44,12 +44,13 @@ func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condi
 // resourceRules expresses the kinds and operations a mutation applies to. Kinds the client
 // libraries know become their resources; other kinds (custom resources) match every resource of
 // their group and version, and the kind itself is checked by a match condition (needsKindCondition).
-// Where Pods are, pods/ephemeralcontainers is too, and where Services are, services/status:
-// Gatekeeper's Helm chart installs its mutating webhook for them (mutatingWebhookSubResources),
-// and their requests carry the Pod and the Service, so kubectl debug's request (an UPDATE of the
-// Pod of which the API server keeps only the ephemeral containers) goes through the mutators of
-// Pods, and an update of a Service's status (of which it keeps the status and the metadata)
-// through those of Services.
+// Where Pods are, pods/ephemeralcontainers is too, where Services are, services/status, and
+// where Bindings are (every resource), pods/binding: Gatekeeper's Helm chart installs its
+// mutating webhook for them (mutatingWebhookSubResources), so kubectl debug's request (an UPDATE
+// of the Pod of which the API server keeps only the ephemeral containers) goes through the
+// mutators of Pods, an update of a Service's status (of which it keeps the status and the
+// metadata) through those of Services, and a scheduler's Binding (whose annotations the API
+// server copies to its Pod) through those of Bindings.
 func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
 	scope := admissionregistrationv1.AllScopes
 	switch m.Scope {
@@ -62,7 +63,7 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		return []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: operationTypes(m.Operations),
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers, servicesStatus}, Scope: &scope},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers, podsBinding, servicesStatus}, Scope: &scope},
 			},
 		}}
 	}
@@ -100,6 +101,9 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 			if contains(res, "services") || contains(res, "*") {
 				res = append(res, servicesStatus)
 			}
+			if contains(res, "bindings") || contains(res, "*") {
+				res = append(res, podsBinding)
+			}
 		}
 		sort.Strings(res)
 		sc := scope
@@ -113,10 +117,12 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 	return out
 }
 
-// ephemeralContainers is the subresource of a Pod's ephemeral containers, servicesStatus a
-// Service's status.
+// The subresources of the chart's webhook whose requests the mutators of some kind run on: a
+// Pod's ephemeral containers (a Pod), its binding (a Binding) and a Service's status (a
+// Service).
 const (
 	ephemeralContainers = "pods/ephemeralcontainers"
+	podsBinding         = "pods/binding"
 	servicesStatus      = "services/status"
 )
 

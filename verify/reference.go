@@ -63,6 +63,7 @@ type OrderedReference interface {
 type gatekeeperReference struct {
 	engine     *gatekeeper.Engine
 	namespaces *MutatorNamespaces
+	noSubs     bool // Options.NoWebhookSubresources
 }
 
 // newGatekeeperReference builds Gatekeeper's engine for the mutators, with the Config and
@@ -91,14 +92,19 @@ func newGatekeeperReference(mutators []*unstructured.Unstructured, opts Options)
 	if err != nil {
 		return nil, fmt.Errorf("Gatekeeper's engine: %w", err)
 	}
-	return &gatekeeperReference{engine: gk, namespaces: mns}, nil
+	return &gatekeeperReference{engine: gk, namespaces: mns, noSubs: opts.NoWebhookSubresources}, nil
 }
 
 func (g *gatekeeperReference) Name() string { return "Gatekeeper" }
 
 func (g *gatekeeperReference) Admit(ctx context.Context, req RefRequest) (*unstructured.Unstructured, error) {
 	// On pods/ephemeralcontainers (Case.SubResource), which Gatekeeper's Helm chart installs its
-	// mutating webhook for, Gatekeeper mutates the Pod the request brings as on any update.
+	// mutating webhook for, Gatekeeper mutates the Pod the request brings as on any update (and
+	// a Binding, and a Service on its status, alike); installed for resources only, it is not
+	// called.
+	if req.SubResource != "" && g.noSubs {
+		return req.Object.DeepCopy(), nil
+	}
 	return g.engine.Admit(ctx, gatekeeper.Request{Object: req.Object, OldObject: req.OldObject, Namespace: req.Namespace, Operation: req.Operation})
 }
 

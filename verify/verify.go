@@ -64,8 +64,12 @@ type Options struct {
 	// admission.gatekeeper.sh/ignore too (by default it is installed with a namespaceSelector
 	// that skips them, as its Helm chart and manifest install it).
 	MutateIgnoredNamespaces bool
+	// NoWebhookSubresources: Gatekeeper's webhook is installed for resources only (its static
+	// manifest): it is not called for a subresource's request, which it then leaves as it comes
+	// (route.Options.NoWebhookSubresources).
+	NoWebhookSubresources bool
 	// Reference is the engine the policies are compared with; nil is Gatekeeper's engine, built
-	// from the mutators with ExcludedNamespaces and MutateIgnoredNamespaces. A Reference given
+	// from the mutators with ExcludedNamespaces, MutateIgnoredNamespaces and NoWebhookSubresources. A Reference given
 	// is built already: New and NewSets then refuse mutators, and those two fields are its own.
 	// The Verifier's Close closes it too when it has a Close method (KyvernoReference stops its
 	// program).

@@ -14,12 +14,14 @@ import (
 type installFlags struct {
 	excludeNamespaces       []string
 	mutateIgnoredNamespaces bool
+	webhookSubresources     bool
 	kyvernoConfig           string
 }
 
 func (f *installFlags) add(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.excludeNamespaces, "exclude-namespaces", nil, "namespaces Gatekeeper's webhook did not mutate in (its exempt namespaces; names, optionally with a leading or trailing *); every policy skips them. A Gatekeeper Config among the -f documents adds its excludedNamespaces for the mutation webhook")
 	fl.BoolVar(&f.mutateIgnoredNamespaces, "mutate-ignored-namespaces", false, "also mutate in namespaces labelled "+gatekeeper.IgnoreLabel+" (by default the bindings skip them, as Gatekeeper's installed webhook does)")
+	fl.BoolVar(&f.webhookSubresources, "webhook-subresources", true, "Gatekeeper's webhook is installed for the subresources its Helm chart adds (mutatingWebhookSubResources), so the policies match kubectl debug's pods/ephemeralcontainers, a Pod's pods/binding and a Service's services/status too; false where it is installed for resources only (its static manifest, deploy/gatekeeper.yaml)")
 	fl.StringVar(&f.kyvernoConfig, "kyverno-config", "", "Kyverno's ConfigMap as installed (kubectl get configmap kyverno -n kyverno -o yaml): the policies compiled from Kyverno policies skip what its resourceFilters, excludeUsernames, excludeGroups, webhooks selectors and matchConditions make Kyverno skip, and verify runs Kyverno's engine with it")
 }
 
@@ -30,6 +32,7 @@ func (f *installFlags) apply(o *compiler.Options) error {
 	}
 	o.ExcludedNamespaces = f.excludeNamespaces
 	o.MutateIgnoredNamespaces = f.mutateIgnoredNamespaces
+	o.NoWebhookSubresources = !f.webhookSubresources
 	if f.kyvernoConfig != "" {
 		docs, err := source.ReadPaths([]string{f.kyvernoConfig}, nil)
 		if err != nil {

@@ -558,3 +558,45 @@ spec:
 		t.Errorf("a policy the configuration skips entirely: exit %d, report %s (%v)\n%s", code, data, err, errs)
 	}
 }
+
+// TestWebhookSubresources: Gatekeeper's Helm chart installs its webhook for subresources
+// (kubectl debug's, a Pod's binding, a Service's status), its static manifest for resources
+// only; --webhook-subresources=false compiles and verifies for the latter.
+func TestWebhookSubresources(t *testing.T) {
+	dir := t.TempDir()
+	golden := "../../testdata/golden/gatekeeper/pods-binding/"
+	subs := []string{"pods/ephemeralcontainers", "pods/binding", "services/status"}
+	_, chart, _ := runCLI(t, "", "compile", "-f", golden+"mutators.yaml")
+	code, static, errs := runCLI(t, "", "compile", "-f", golden+"mutators.yaml", "--webhook-subresources=false")
+	if code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, errs)
+	}
+	for _, s := range subs {
+		if !strings.Contains(chart, "- "+s) {
+			t.Errorf("the chart's policies lack %s:\n%s", s, chart)
+		}
+		if strings.Contains(static, s) {
+			t.Errorf("the static manifest's policies match %s:\n%s", s, static)
+		}
+	}
+	// Each is right for its installation: Gatekeeper mutates the Bindings, or is not called.
+	args := []string{"verify", "-f", golden + "mutators.yaml", "-f", golden + "objects.yaml"}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		code  int
+		want  string
+	}{
+		{"chart", nil, 0, "6 passed, 0 failed"},
+		{"static manifest", []string{"--webhook-subresources=false"}, 0, "6 passed, 0 failed"},
+		{"the chart's policies for the static manifest", []string{"--webhook-subresources=false", "--policies", writeFile(t, dir, "chart.yaml", chart)}, 1,
+			"FAIL CREATE pods/binding Pod/default/owned: the policies mutate the object differently from Gatekeeper"},
+		{"the static manifest's policies for the chart", []string{"--policies", writeFile(t, dir, "static.yaml", static)}, 1,
+			"FAIL CREATE pods/binding Pod/default/owned: the policies mutate the object differently from Gatekeeper"},
+	} {
+		code, out, errs := runCLI(t, "", append(append([]string(nil), args...), tc.extra...)...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q:\n%s\n%s", tc.name, code, tc.code, tc.want, out, errs)
+		}
+	}
+}

@@ -247,7 +247,8 @@ func runVerify(cmd *cobra.Command, f *verifyFlags) error {
 		}
 	}
 	vopts := verify.Options{Namespaces: nss, Idempotence: f.idempotence, Seed: f.seed,
-		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces, GiveNamespacesWith: giveNamespacesWith,
+		ExcludedNamespaces: excluded, MutateIgnoredNamespaces: f.install.mutateIgnoredNamespaces,
+		NoWebhookSubresources: !f.install.webhookSubresources, GiveNamespacesWith: giveNamespacesWith,
 		CRDs: crds, Params: suite.ParamObjects(params), GiveCRDsWith: giveCRDsWith}
 	if len(kyvDocs) > 0 {
 		path, err := verify.FindKyvernoEngine(f.kyvernoBin)

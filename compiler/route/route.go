@@ -61,6 +61,10 @@ type Options struct {
 	// admission.gatekeeper.sh/ignore, which Gatekeeper's webhook (as its Helm chart and manifest
 	// install it) is never called for.
 	MutateIgnoredNamespaces bool
+	// NoWebhookSubresources: Gatekeeper's webhook is installed for resources only (its static
+	// manifest, or a Helm chart with mutatingWebhookSubResources empty), not for the
+	// subresources the chart adds by default, so the policies match none of them.
+	NoWebhookSubresources bool
 	// NamePrefix starts every policy's and binding's name, so that compilations for different
 	// teams can share a cluster.
 	NamePrefix string

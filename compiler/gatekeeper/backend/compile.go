@@ -113,6 +113,13 @@ func Compile(docs []*source.Document, opts route.Options) *route.Output {
 	opts.ExcludedNamespaces = append(append([]string(nil), opts.ExcludedNamespaces...), excluded...)
 	fe := gatekeeper.Compile(docs)
 	out := &output{Output: route.Output{Notes: append(notes, fe.Notes...)}, Plan: Plan{ExcludedNamespaces: opts.ExcludedNamespaces, SkipsIgnoredNamespaces: !opts.MutateIgnoredNamespaces && len(docs) > 0}}
+	if len(docs) > 0 {
+		if opts.NoWebhookSubresources {
+			out.Installation = append(out.Installation, "the policies match no subresource, as Gatekeeper's static manifest installs its webhook (--webhook-subresources=false)")
+		} else {
+			out.Installation = append(out.Installation, "the policies of Pods, Services and every resource also match pods/ephemeralcontainers, services/status and pods/binding, as Gatekeeper's Helm chart installs its webhook (--webhook-subresources=false for its static manifest)")
+		}
+	}
 	out.Problems = append(out.Problems, problems...)
 	for _, p := range fe.Problems {
 		out.Problems = append(out.Problems, p)

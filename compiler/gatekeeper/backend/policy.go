@@ -33,7 +33,7 @@ func emitSource(s ir.Source) emit.Source {
 // namespace selector from match, the given match conditions, variables and mutations.
 func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condition, vars []emit.Variable, muts []emit.Mutation, opts route.Options) (*emit.Policy, error) {
 	eo := emitOptions(opts)
-	spec := emit.Spec{Name: name, Rules: resourceRules(match, eo.Resources), NamespaceSelector: match.NamespaceSelector,
+	spec := emit.Spec{Name: name, Rules: resourceRules(match, eo.Resources, !opts.NoWebhookSubresources), NamespaceSelector: match.NamespaceSelector,
 		Conditions: conds, Variables: vars, Mutations: muts}
 	for _, s := range srcs {
 		spec.Sources = append(spec.Sources, emitSource(s))
@@ -49,9 +49,11 @@ func newPolicy(name string, srcs []ir.Source, match ir.Match, conds []emit.Condi
 // mutating webhook for them (mutatingWebhookSubResources), so kubectl debug's request (an UPDATE
 // of the Pod of which the API server keeps only the ephemeral containers) goes through the
 // mutators of Pods, an update of a Service's status (of which it keeps the status and the
-// metadata) through those of Services, and a scheduler's Binding (whose annotations the API
-// server copies to its Pod) through those of Bindings.
-func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistrationv1.NamedRuleWithOperations {
+// metadata) through those of Services, and a scheduler's Binding (whose annotations and labels
+// the API server copies to its Pod) through those of Bindings. subs is false where the webhook
+// is installed for resources only (Gatekeeper's static manifest): the policies match no
+// subresource either.
+func resourceRules(m ir.Match, resources *emit.Resources, subs bool) []admissionregistrationv1.NamedRuleWithOperations {
 	scope := admissionregistrationv1.AllScopes
 	switch m.Scope {
 	case "Namespaced":
@@ -60,10 +62,14 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		scope = admissionregistrationv1.ClusterScope
 	}
 	if len(m.Rules) == 0 {
+		res := []string{"*"}
+		if subs {
+			res = append(res, ephemeralContainers, podsBinding, servicesStatus)
+		}
 		return []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: operationTypes(m.Operations),
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", ephemeralContainers, podsBinding, servicesStatus}, Scope: &scope},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: res, Scope: &scope},
 			},
 		}}
 	}
@@ -94,7 +100,7 @@ func resourceRules(m ir.Match, resources *emit.Resources) []admissionregistratio
 		if contains(res, "*") {
 			res = []string{"*"}
 		}
-		if (k.group == "" || k.group == "*") && (k.version == "v1" || k.version == "*") {
+		if subs && (k.group == "" || k.group == "*") && (k.version == "v1" || k.version == "*") {
 			if contains(res, "pods") || contains(res, "*") {
 				res = append(res, ephemeralContainers)
 			}

@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	kyfront "github.com/mapc-dev/mapc/compiler/kyverno"
+	kybackend "github.com/mapc-dev/mapc/compiler/kyverno/backend"
 	"github.com/mapc-dev/mapc/compiler/source"
 )
 
@@ -97,4 +100,37 @@ func hasKyvernoPolicy(docs []*source.Document) bool {
 		}
 	}
 	return false
+}
+
+// TestStatusKinds: every built-in kind whose status subresource the Kyverno route translates
+// rules for is served with one by the API server.
+func TestStatusKinds(t *testing.T) {
+	c := connect(t)
+	_, lists, err := c.cs.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{} // group/Kind with a status subresource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]string{} // resource → kind
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				kinds[r.Name] = r.Kind
+			}
+		}
+		for _, r := range l.APIResources {
+			if res, ok := strings.CutSuffix(r.Name, "/status"); ok && kinds[res] != "" {
+				served[gv.Group+"/"+kinds[res]] = true
+			}
+		}
+	}
+	for _, k := range kybackend.StatusKinds() {
+		if !served[k] {
+			t.Errorf("%s: the API server serves no status subresource of it", k)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/mapc-dev/mapc/compiler/route"
 )
@@ -22,6 +23,17 @@ var statusKinds = map[string]bool{
 	"policy/PodDisruptionBudget":                              true,
 	"storage.k8s.io/VolumeAttachment":                         true,
 	"admissionregistration.k8s.io/ValidatingAdmissionPolicy":  true,
+}
+
+// StatusKinds lists the built-in kinds (group/Kind) mapc takes as served with a status
+// subresource, for the e2e to check against the API server's discovery.
+func StatusKinds() []string {
+	var out []string
+	for k := range statusKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // subresourceOf checks that requests for the subresource sub of k carry a k, as Kyverno's rules

@@ -20,6 +20,8 @@ var statusKinds = map[string]bool{
 	"flowcontrol.apiserver.k8s.io/FlowSchema":                 true,
 	"flowcontrol.apiserver.k8s.io/PriorityLevelConfiguration": true,
 	"networking.k8s.io/Ingress":                               true,
+	"networking.k8s.io/ServiceCIDR":                           true,
+	"resource.k8s.io/ResourceClaim":                           true,
 	"policy/PodDisruptionBudget":                              true,
 	"storage.k8s.io/VolumeAttachment":                         true,
 	"admissionregistration.k8s.io/ValidatingAdmissionPolicy":  true,

@@ -419,13 +419,20 @@ func TestExplainKyverno(t *testing.T) {
 	}
 }
 
-// TestExcludeNamespacesRefusedForKyverno: Gatekeeper's exempt namespaces do not apply to Kyverno
-// policies; given with them, compile says so and fails rather than ignore the flag.
+// TestExcludeNamespacesRefusedForKyverno: Gatekeeper's exempt namespaces, ignore label and
+// webhook subresources do not apply to Kyverno policies; given with them, compile says so and
+// fails rather than ignore the flag.
 func TestExcludeNamespacesRefusedForKyverno(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/kyverno/policies", "--exclude-namespaces", "kube-*", "--output-dir", dir+"/out")
-	if code != 1 || !strings.Contains(errs, "--exclude-namespaces kube-*: it names the namespaces Gatekeeper's webhook is exempted from") || !strings.Contains(errs, "exclude blocks") {
+	if code != 1 || !strings.Contains(errs, "--exclude-namespaces kube-*: it names the namespaces Gatekeeper's webhook is exempted from") || !strings.Contains(errs, "--kyverno-config") {
 		t.Errorf("exit %d, want 1 and the flag named:\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	for _, flag := range []string{"--mutate-ignored-namespaces", "--webhook-subresources=false"} {
+		code, out, errs := runCLI(t, "", "compile", "-f", "../../examples/kyverno/policies", flag, "--output-dir", dir+"/out")
+		if code != 1 || !strings.Contains(errs, flag+": it is about") {
+			t.Errorf("%s: exit %d, want 1 and the flag named:\nstdout: %s\nstderr: %s", flag, code, out, errs)
+		}
 	}
 	if _, err := os.Stat(dir + "/out"); !os.IsNotExist(err) {
 		t.Errorf("output directory written despite the refusal (%v)", err)

@@ -69,7 +69,13 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		return out
 	}
 	if len(opts.ExcludedNamespaces) > 0 {
-		out.Problems = append(out.Problems, fmt.Errorf("--exclude-namespaces %s: it names the namespaces Gatekeeper's webhook is exempted from, and the input has Kyverno policies, to which it does not apply (Kyverno's own exclusions, its ConfigMap's resourceFilters and its webhooks' namespaceSelector, are not translated): compile the Kyverno policies without it, and write the namespaces they must skip in their exclude blocks", strings.Join(opts.ExcludedNamespaces, ",")))
+		out.Problems = append(out.Problems, fmt.Errorf("--exclude-namespaces %s: it names the namespaces Gatekeeper's webhook is exempted from, and the input has Kyverno policies, to which it does not apply (Kyverno's own exclusions, its ConfigMap's resourceFilters and its webhooks' namespaceSelector, come with --kyverno-config): compile the Kyverno policies without it", strings.Join(opts.ExcludedNamespaces, ",")))
+	}
+	if opts.MutateIgnoredNamespaces {
+		out.Problems = append(out.Problems, errors.New("--mutate-ignored-namespaces: it is about the namespaces Gatekeeper's webhook skips (labelled admission.gatekeeper.sh/ignore), and the input has Kyverno policies, to which it does not apply (Kyverno's webhooks' namespaceSelector comes with --kyverno-config): compile the Kyverno policies without it"))
+	}
+	if opts.NoWebhookSubresources {
+		out.Problems = append(out.Problems, errors.New("--webhook-subresources=false: it is about the subresources Gatekeeper's webhook is installed for, and the input has Kyverno policies, to which it does not apply (Kyverno's webhook is called for a Pod's ephemeralcontainers wherever its rules are for Pods, and for the subresources its rules name): compile the Kyverno policies without it"))
 	}
 	if opts.KubernetesVersion == nil {
 		opts.KubernetesVersion, _ = route.ParseVersion(route.DefaultKubernetesVersion)

@@ -266,24 +266,37 @@ func DebugCase(obj *unstructured.Unstructured) (Case, bool) {
 // name with the status subresource (Node/status); ok is false for other objects. Kyverno runs
 // such rules on those requests only, and the compiled policies match them alike.
 func (k *KyvernoReference) StatusCase(obj *unstructured.Unstructured) (Case, bool) {
+	found := false
+	k.mutateRules(obj.GetNamespace(), func(_ *unstructured.Unstructured, _ int, rule map[string]any) bool {
+		for _, res := range ruleResources(rule, "match") {
+			found = found || namesStatus(res, obj.GetKind())
+		}
+		return !found
+	})
+	if !found {
+		return Case{}, false
+	}
+	return Case{Name: "UPDATE status " + caseName(obj), Object: obj, OldObject: obj, Operation: admissionv1.Update, SubResource: "status"}, true
+}
+
+// mutateRules calls f with each mutate rule (its policy and index) of the policies that apply
+// in namespace ns (a namespaced Policy only in its own), until f returns false.
+func (k *KyvernoReference) mutateRules(ns string, f func(p *unstructured.Unstructured, i int, rule map[string]any) bool) {
 	for _, p := range k.policies {
-		if p.GetKind() == "Policy" && p.GetNamespace() != obj.GetNamespace() {
+		if p.GetKind() == "Policy" && p.GetNamespace() != ns {
 			continue
 		}
 		rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "rules")
-		for _, r := range rules {
+		for i, r := range rules {
 			rule, _ := r.(map[string]any)
 			if _, ok := rule["mutate"]; !ok {
 				continue
 			}
-			for _, res := range ruleResources(rule, "match") {
-				if namesStatus(res, obj.GetKind()) {
-					return Case{Name: "UPDATE status " + caseName(obj), Object: obj, OldObject: obj, Operation: admissionv1.Update, SubResource: "status"}, true
-				}
+			if !f(p, i, rule) {
+				return
 			}
 		}
 	}
-	return Case{}, false
 }
 
 // namesStatus: do the kinds of a match block's resources name kind's status subresource
@@ -363,39 +376,30 @@ func UpdateOfResult(c Case, r Result) (Case, bool) {
 // rest of a rule's match, so it may name a selector or an entry that would not decide anything.
 func (k *KyvernoReference) NamespaceUses(obj *unstructured.Unstructured, _ admissionv1.Operation) ([]string, bool) {
 	var uses []string
-	for _, p := range k.policies {
-		if p.GetKind() == "Policy" && p.GetNamespace() != obj.GetNamespace() {
-			continue
-		}
-		rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "rules")
-		for i, r := range rules {
-			rule, _ := r.(map[string]any)
-			if _, ok := rule["mutate"]; !ok {
-				continue
-			}
-			for _, clause := range []string{"match", "exclude"} {
-				for path, res := range ruleResources(rule, clause) {
-					sel, _ := res["namespaceSelector"].(map[string]any)
-					if sel == nil || !kindApplies(res, obj.GetKind()) {
-						continue
-					}
-					if keys := selectorKeys(sel); len(keys) > 0 {
-						uses = append(uses, fmt.Sprintf("%s/%s: spec.rules[%d].%s.namespaceSelector on %s", p.GetKind(), p.GetName(), i, path, strings.Join(keys, ", ")))
-					}
+	k.mutateRules(obj.GetNamespace(), func(p *unstructured.Unstructured, i int, rule map[string]any) bool {
+		for _, clause := range []string{"match", "exclude"} {
+			for path, res := range ruleResources(rule, clause) {
+				sel, _ := res["namespaceSelector"].(map[string]any)
+				if sel == nil || !kindApplies(res, obj.GetKind()) {
+					continue
 				}
-			}
-			// An apiCall entry reads the request's namespace (the only one mapc translates).
-			applies := false
-			for _, res := range ruleResources(rule, "match") {
-				applies = applies || kindApplies(res, obj.GetKind())
-			}
-			if applies {
-				for _, at := range apiCalls(rule, fmt.Sprintf("spec.rules[%d]", i)) {
-					uses = append(uses, fmt.Sprintf("%s/%s: %s.apiCall reads the request's namespace", p.GetKind(), p.GetName(), at))
+				if keys := selectorKeys(sel); len(keys) > 0 {
+					uses = append(uses, fmt.Sprintf("%s/%s: spec.rules[%d].%s.namespaceSelector on %s", p.GetKind(), p.GetName(), i, path, strings.Join(keys, ", ")))
 				}
 			}
 		}
-	}
+		// An apiCall entry reads the request's namespace (the only one mapc translates).
+		applies := false
+		for _, res := range ruleResources(rule, "match") {
+			applies = applies || kindApplies(res, obj.GetKind())
+		}
+		if applies {
+			for _, at := range apiCalls(rule, fmt.Sprintf("spec.rules[%d]", i)) {
+				uses = append(uses, fmt.Sprintf("%s/%s: %s.apiCall reads the request's namespace", p.GetKind(), p.GetName(), at))
+			}
+		}
+		return true
+	})
 	return uses, false
 }
 

@@ -134,6 +134,11 @@ func Compile(docs []*source.Document, opts route.Options) *route.Output {
 	outside := map[*ir.Mutation][]ir.Rule{}
 	noncanonical := map[*ir.Mutation]error{}
 	for _, m := range fe.Mutations {
+		if k := subresourceOnlyKind(m.Match); k != "" && !opts.NoWebhookSubresources {
+			out.Problems = append(out.Problems, &gatekeeper.Problem{File: m.Source.File, Line: m.Source.Line, Object: m.Source.String(), Field: "spec.match.kinds",
+				Msg: fmt.Sprintf("%s objects come only in the requests of a subresource (%s), which Gatekeeper's Helm chart calls its webhook for: not supported yet (with --webhook-subresources=false, for the static manifest, Gatekeeper never sees them, and neither do the policies)", k, subresourceOnlyKinds[k])})
+			continue
+		}
 		// Kinds whose schema lacks the location: the API server drops Gatekeeper's write there.
 		var keep, drop []ir.Rule
 		for _, r := range m.Match.Rules {
@@ -705,4 +710,25 @@ func seenBy(m *ir.Mutation, ms []*ir.Mutation) *ir.Mutation {
 		}
 	}
 	return nil
+}
+
+// subresourceOnlyKinds are the kinds served only in the requests of a subresource of the Helm
+// chart's webhook (group/Kind, and where they come).
+var subresourceOnlyKinds = map[string]string{
+	"autoscaling/Scale": "deployments/scale, replicasets/scale, statefulsets/scale, replicationcontrollers/scale",
+	"policy/Eviction":   "pods/eviction",
+}
+
+// subresourceOnlyKind is the first of subresourceOnlyKinds the match names ("" for none; a match
+// of every kind names none: what it changes in them is not stored).
+func subresourceOnlyKind(m ir.Match) string {
+	for _, r := range m.Rules {
+		for _, k := range []string{"autoscaling/Scale", "policy/Eviction"} { // subresourceOnlyKinds, in order
+			group, kind, _ := strings.Cut(k, "/")
+			if (r.Group == group || r.Group == "*") && r.Kind == kind {
+				return k
+			}
+		}
+	}
+	return ""
 }

@@ -83,6 +83,15 @@ func found(e cel.Expr, t types, simple bool) value {
 	return value{e: e, t: t, soft: e, st: t, simple: simple}
 }
 
+// lowerSoft lowers n on cur, a missing value read as null (see softValue).
+func (c *lowering) lowerSoft(n jmespath.ASTNode, cur value) (value, error) {
+	v, err := c.lower(n, cur)
+	if err != nil {
+		return value{}, err
+	}
+	return c.softValue(v)
+}
+
 // softValue is v with a missing field read as null, as a value of its own (never missing).
 func (c *lowering) softValue(v value) (value, error) {
 	if v.virt != real {
@@ -355,11 +364,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		r, err := c.lower(n.Children[1], l)
-		if err != nil {
-			return value{}, err
-		}
-		return c.softValue(r) // a missing value on the right of a pipe is null too
+		return c.lowerSoft(n.Children[1], l) // a missing value on the right of a pipe is null too
 	case jmespath.ASTFunctionExpression:
 		return c.call(n, cur)
 	case jmespath.ASTProjection, jmespath.ASTFilterProjection:
@@ -421,11 +426,7 @@ func (c *lowering) projection(n jmespath.ASTNode, cur value) (value, error) {
 		keep = truthy(f.e, f.t)
 	}
 	if !identity {
-		r, err := c.lower(right, ev)
-		if err != nil {
-			return value{}, err
-		}
-		rv, err := c.softValue(r)
+		rv, err := c.lowerSoft(right, ev)
 		if err != nil {
 			return value{}, err
 		}
@@ -497,11 +498,7 @@ func (c *lowering) valueProjection(n jmespath.ASTNode, cur value, free bool) (va
 	last := cel.Not(cel.Method(entries, "exists", j, other, cel.And(cel.Bin(">", j, i), cel.Bin("==", cel.Index(other, cel.Str("name")), cel.Index(en, cel.Str("name"))))))
 	info := found(cel.Index(en, cel.Str("info")), tMap, false)
 	info.imageInfo = true
-	r, err := c.lower(right, info)
-	if err != nil {
-		return value{}, err
-	}
-	rv, err := c.softValue(r)
+	rv, err := c.lowerSoft(right, info)
 	if err != nil {
 		return value{}, err
 	}

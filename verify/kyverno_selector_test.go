@@ -37,3 +37,50 @@ func TestKyvernoWildcardSelectorInvalidValue(t *testing.T) {
 		}
 	}
 }
+
+// TestKyvernoSplicedTextInvalidValue: Kyverno splices a quoted variable's text into the YAML of
+// patchesJson6902 before it parses it. A label's value is tame in every stored object, so the
+// compiled policy splices it in, but checks it: a label with a quote (which the API server
+// refuses after admission) makes Kyverno's YAML fail, and the compiled policy fails there too.
+func TestKyvernoSplicedTextInvalidValue(t *testing.T) {
+	docs, err := source.Parse("spliced.yaml", []byte(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: spliced
+spec:
+  rules:
+  - name: copy
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      patchesJson6902: |-
+        - op: add
+          path: /data
+          value: {"tier": "tier-{{ request.object.metadata.labels.tier || 'none' }}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := kyvernoVerifier(t, docs, 1, Options{})
+	defer v.Close()
+	for _, tc := range []struct{ tier, want string }{{"gold", "tier-gold"}, {"", "tier-none"}, {`a"b`, ""}, {`x" #`, ""}} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "c", "namespace": "default", "labels": map[string]any{"tier": tc.tier}}}}
+		r := v.Check(context.Background(), Case{Object: obj})
+		if !r.Pass {
+			t.Errorf("tier=%q:\n%s", tc.tier, Report([]Result{r}))
+			continue
+		}
+		if tc.want == "" {
+			if r.Got != nil {
+				t.Errorf("tier=%q: admitted, want both to deny:\n%s", tc.tier, Report([]Result{r}))
+			}
+			continue
+		}
+		if got, _, _ := unstructured.NestedString(r.Got.Object, "data", "tier"); got != tc.want {
+			t.Errorf("tier=%q: data.tier = %q, want %q", tc.tier, got, tc.want)
+		}
+	}
+}

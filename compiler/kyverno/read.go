@@ -534,8 +534,8 @@ func parseJSON6902(s string) ([]Op, error) {
 		}
 		return nil, fmt.Errorf("not a list of JSON patch operations: %v", err)
 	}
-	if plain := plainVariables(s); plain != "" {
-		return nil, fmt.Errorf("%q is an unquoted YAML scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", plain)
+	if err := textVariables(s); err != nil {
+		return nil, err
 	}
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("has no operations")
@@ -569,39 +569,65 @@ func parseJSON6902(s string) ([]Op, error) {
 	return ops, nil
 }
 
-// plainVariables is the first plain (unquoted) scalar of an operation's value in the YAML text s
-// that holds a variable ("" for none). (A path begins with /, which no other type of scalar
-// does.)
-func plainVariables(s string) string {
+// textVariables checks the scalars of the operations' values that hold variables, in the YAML
+// text s. Kyverno substitutes each variable's text into s before it parses it, so:
+//   - a plain (unquoted) scalar's type (string, number, boolean, null) depends on the value: refused;
+//   - in a quoted scalar, what YAML reads differently from its text (an escape: \" or \\ in
+//     double quotes, ” in single quotes; a line break, which YAML folds) is read by Kyverno after
+//     the substitution but by mapc before it, inside a variable's JMESPath as well: refused. A
+//     scalar written as its text between quotes is the text around its variables, which the
+//     lowering splices in, refusing values that can change how YAML reads the scalar.
+//
+// (A path begins with /, which no other type of scalar does.)
+func textVariables(s string) error {
 	var n yaml3.Node
 	if err := yaml3.Unmarshal([]byte(s), &n); err != nil {
-		return ""
+		return nil
 	}
-	var walk func(n *yaml3.Node) string
-	walk = func(n *yaml3.Node) string {
-		if n.Kind == yaml3.ScalarNode && n.Style&(yaml3.DoubleQuotedStyle|yaml3.SingleQuotedStyle|yaml3.LiteralStyle|yaml3.FoldedStyle) == 0 && strings.Contains(n.Value, "{{") {
-			return n.Value
+	lines := strings.Split(s, "\n")
+	var walk func(n *yaml3.Node) error
+	walk = func(n *yaml3.Node) error {
+		if n.Kind == yaml3.ScalarNode && strings.Contains(n.Value, "{{") {
+			var q string
+			switch {
+			case n.Style&yaml3.DoubleQuotedStyle != 0:
+				q = `"`
+			case n.Style&yaml3.SingleQuotedStyle != 0:
+				q = "'"
+			case n.Style&(yaml3.LiteralStyle|yaml3.FoldedStyle) != 0:
+				return fmt.Errorf("%q is a block scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a line break in the value ends the block; not supported: write the value in quotes on one line", n.Value)
+			default:
+				return fmt.Errorf("%q is an unquoted YAML scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", n.Value)
+			}
+			raw := ""
+			if n.Line >= 1 && n.Line <= len(lines) && n.Column >= 1 && n.Column <= len(lines[n.Line-1]) {
+				raw = lines[n.Line-1][n.Column-1:]
+			}
+			if strings.ContainsAny(n.Value, q+"\\\n\r") || !strings.HasPrefix(raw, q+n.Value+q) {
+				return fmt.Errorf("%q is a quoted YAML scalar with a variable and an escape or a line break: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so it reads the escapes (in the variable's JMESPath too) after the substitution, and mapc cannot; not supported: write the scalar on one line without escapes", n.Value)
+			}
+			return nil
 		}
 		for _, c := range n.Content {
-			if v := walk(c); v != "" {
-				return v
+			if err := walk(c); err != nil {
+				return err
 			}
 		}
-		return ""
+		return nil
 	}
 	if len(n.Content) == 0 || n.Content[0].Kind != yaml3.SequenceNode {
-		return ""
+		return nil
 	}
 	for _, op := range n.Content[0].Content {
 		for i := 0; i+1 < len(op.Content); i += 2 {
 			if op.Content[i].Value == "value" {
-				if v := walk(op.Content[i+1]); v != "" {
-					return v
+				if err := walk(op.Content[i+1]); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	return ""
+	return nil
 }
 
 func emptyValue(v any) bool {

@@ -290,7 +290,7 @@ func (c *lowering) entry(cv contextVar) value {
 		return cv.v
 	}
 	v := found(cv.v.e, cv.v.t, false)
-	v.sh, v.jnum, v.ascii, v.items, v.lossy = cv.v.sh, cv.v.jnum, cv.v.ascii, cv.v.items, cv.v.lossy
+	v.sh, v.jnum, v.ascii, v.tame, v.items, v.lossy = cv.v.sh, cv.v.jnum, cv.v.ascii, cv.v.tame, cv.v.items, cv.v.lossy
 	return v
 }
 

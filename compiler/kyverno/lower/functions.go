@@ -267,7 +267,10 @@ func toString(c *lowering, name string, args []value) (value, error) {
 		return a, nil
 	}
 	v := found(jsonText(a), tStr, false)
-	v.ascii = a.t&tStr == 0 || a.ascii
+	v.ascii, v.tame = a.t&tStr == 0 || a.ascii, a.tame
+	if a.t&tStr == 0 {
+		v.tame = tameYes // JSON's text of a boolean, an integer or null
+	}
 	return v, nil
 }
 
@@ -287,7 +290,7 @@ func caseMap(goMap func(string) string, method string) func(c *lowering, name st
 		a := args[0]
 		if s, ok := stringLiteral(a); ok {
 			v := found(cel.Str(goMap(s)), tStr, true)
-			v.ascii = a.ascii
+			v.ascii, v.tame = a.ascii, tameOf(goMap(s))
 			return v, nil
 		}
 		if !a.ascii {
@@ -299,7 +302,7 @@ func caseMap(goMap func(string) string, method string) func(c *lowering, name st
 			return stringsOnly(name, cel.Method(dyn(x), method), b)
 		})
 		v := found(e, tStr, false)
-		v.ascii = true
+		v.ascii, v.tame = true, a.tame
 		return v, nil
 	}
 }
@@ -404,7 +407,7 @@ func truncate(c *lowering, name string, args []value) (value, error) {
 		return stringsOnly(name, cel.Method(dyn(x), "substring", cel.Int(0), end), sv)
 	})
 	v := found(e, tStr, false)
-	v.ascii = s.ascii
+	v.ascii, v.tame = s.ascii, s.tame
 	return v, nil
 }
 
@@ -716,10 +719,10 @@ func patternMatch(c *lowering, name string, args []value) (value, error) {
 
 // notNull is not_null: the first argument that is not null.
 func notNull(c *lowering, name string, args []value) (value, error) {
-	t, ascii := tNull, true
+	t, ascii, tame := tNull, true, tameYes
 	for _, a := range args {
 		t = t&^tNull | a.t
-		ascii = ascii && a.ascii
+		ascii, tame = ascii && a.ascii, min(tame, a.tame)
 		if a.t&tNull == 0 {
 			break
 		}
@@ -732,7 +735,7 @@ func notNull(c *lowering, name string, args []value) (value, error) {
 		return out
 	})
 	v := found(e, t, false)
-	v.ascii = ascii
+	v.ascii, v.tame = ascii, tame
 	return v, nil
 }
 
@@ -1047,6 +1050,30 @@ func lookup(c *lowering, name string, args []value) (value, error) {
 }
 
 // isASCII: is s all ASCII?
+// tameness is what is known of a string's characters: whether it holds only printable ASCII
+// characters other than ", ' and \, which spliced into a quoted YAML scalar (as Kyverno splices
+// a variable's text into patchesJson6902) are read as themselves.
+type tameness uint8
+
+const (
+	tameNo tameness = iota // not known
+	// tameValid: tame in every object the API server stores, which validates the field (a
+	// label's value, a container's name), but not yet when a policy reads it: the request
+	// carries the object before validation (see tameCheck).
+	tameValid
+	tameYes // tame whatever the request
+)
+
+// tameOf is s's tameness.
+func tameOf(s string) tameness {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\'' || s[i] == '\\' {
+			return tameNo
+		}
+	}
+	return tameYes
+}
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {

@@ -239,7 +239,7 @@ func (c *lowering) imageField(cur value, name string) (value, error) {
 		return value{}, c.refuse("an image's entry in Kyverno's images has only %s: it finds no %s and fails the rule", strings.Join(imageFields, ", "), name)
 	}
 	out := c.step(cur, name)
-	out.t, out.st, out.ascii = tStr, tStr|tNull, true // the grammar's characters
+	out.t, out.st, out.ascii, out.tame = tStr, tStr|tNull, true, tameYes // the grammar's characters
 	switch name {
 	case "registry", "tag", "digest":
 	default:
@@ -304,6 +304,6 @@ func imageNormalize(c *lowering, name string, args []value) (value, error) {
 				cel.Index(cel.Ident(info), cel.Str("reference")))), a...))
 	})
 	v := found(e, tStr, false)
-	v.ascii = true
+	v.ascii, v.tame = true, tameYes
 	return v, nil
 }

@@ -59,13 +59,14 @@ type value struct {
 	// objects, which chain as opt[?"name"].
 	opt cel.Expr
 
-	sh     Shape   // what the schema says of the value, for the steps below it
-	virt   virtual // a part of the context that is not a CEL value (e, t unset)
-	simple bool    // e is cheap to repeat (a name, a literal, or literal steps below one)
-	path   bool    // e is object, oldObject or an element, or steps below one (dynamically typed in CEL)
-	jnum   bool    // a number JMESPath made (a float64 in Kyverno); a number read from the object reaches Kyverno's functions as a float64 or an int64, depending on the rule
-	ascii  bool    // a string known to hold only ASCII characters
-	items  types   // for an array a function made, the types of its items (0: as the shape says)
+	sh     Shape    // what the schema says of the value, for the steps below it
+	virt   virtual  // a part of the context that is not a CEL value (e, t unset)
+	simple bool     // e is cheap to repeat (a name, a literal, or literal steps below one)
+	path   bool     // e is object, oldObject or an element, or steps below one (dynamically typed in CEL)
+	jnum   bool     // a number JMESPath made (a float64 in Kyverno); a number read from the object reaches Kyverno's functions as a float64 or an int64, depending on the rule
+	ascii  bool     // a string known to hold only ASCII characters
+	tame   tameness // what is known of a string's characters (see tameness)
+	items  types    // for an array a function made, the types of its items (0: as the shape says)
 
 	// lossy: a string that in Kyverno can hold bytes that are not UTF-8, which CEL holds as
 	// U+FFFD each (serviceAccountNamespace; see serviceAccount). Go's JSON writes such a byte as
@@ -101,7 +102,7 @@ func (c *lowering) softValue(v value) (value, error) {
 		return value{}, v.softErr
 	}
 	out := found(v.soft, v.st, v.simple && !v.missing)
-	out.sh, out.jnum, out.ascii, out.items, out.lossy = v.sh, v.jnum, v.ascii, v.items, v.lossy
+	out.sh, out.jnum, out.ascii, out.tame, out.items, out.lossy = v.sh, v.jnum, v.ascii, v.tame, v.items, v.lossy
 	return out, nil
 }
 
@@ -252,7 +253,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		in := l
 		if l.virt == real {
 			in = found(l.e, l.t, l.simple)
-			in.sh, in.jnum, in.ascii, in.items, in.lossy = l.sh, l.jnum, l.ascii, l.items, l.lossy
+			in.sh, in.jnum, in.ascii, in.tame, in.items, in.lossy = l.sh, l.jnum, l.ascii, l.tame, l.items, l.lossy
 		}
 		r, err := c.lower(n.Children[1], in)
 		if err != nil {
@@ -307,7 +308,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// l when it is true (so never null), else r.
 		out := found(e, l.t&^tNull|r.t, false)
-		out.ascii, out.lossy = l.ascii && r.ascii, l.lossy || r.lossy
+		out.ascii, out.tame, out.lossy = l.ascii && r.ascii, min(l.tame, r.tame), l.lossy || r.lossy
 		if hasNoParts(r) {
 			out.sh, out.items = l.sh, l.items // what is known of l's fields and items holds
 		}
@@ -326,7 +327,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// r when l is true, else l (so never a number).
 		lf := l.t &^ (tInt | tDouble)
-		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii, lossy: l.lossy || r.lossy}
+		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii, tame: min(l.tame, r.tame), lossy: l.lossy || r.lossy}
 		and := func(r cel.Expr) cel.Expr {
 			if t, ok := literalTruth(l); ok {
 				if t {
@@ -591,7 +592,7 @@ func (c *lowering) field(cur value, name string) (value, error) {
 			return v, nil
 		case "operation":
 			v := found(cel.Field(request, name), tStr, true)
-			v.ascii = true
+			v.ascii, v.tame = true, tameYes
 			return v, nil
 		case "namespace", "name":
 			// Kyverno's context omits them when empty (a cluster-scoped object; a name yet to be
@@ -644,7 +645,7 @@ func (c *lowering) field(cur value, name string) (value, error) {
 		case "group", "version", "kind":
 			// The API server's names of its kinds: ASCII.
 			v := found(cel.Field(cur.e, name), tStr, true)
-			v.ascii = true
+			v.ascii, v.tame = true, tameYes
 			return v, nil
 		}
 		return value{}, c.refuse("request.kind.%s is not supported", name)
@@ -762,7 +763,7 @@ func (c *lowering) namespaceField(at virtual, name string) (value, error) {
 	switch name {
 	case "name":
 		v := found(cel.Field(meta, name), tStr, true)
-		v.ascii = true // a DNS label
+		v.ascii, v.tame = true, tameYes // a DNS label
 		return v, nil
 	case "labels", "annotations":
 		// Absent from an object without any: Kyverno's JMESPath finds no value there. The
@@ -784,7 +785,7 @@ func (c *lowering) step(b value, name string) value {
 	key := cel.Str(name)
 	sh := b.sh.field(name)
 	t := sh.types()
-	out := value{sh: sh, missing: b.missing || b.t&tMap != 0}
+	out := value{sh: sh, missing: b.missing || b.t&tMap != 0, tame: sh.tame()}
 	base := b.e
 	if !b.path {
 		base = dyn(base) // a literal or a function's value: typed in CEL
@@ -880,7 +881,7 @@ func literal(v any) (value, error) {
 	out := found(e, typeOf(v), true)
 	_, out.jnum = v.(float64)
 	if str, ok := v.(string); ok {
-		out.ascii = isASCII(str)
+		out.ascii, out.tame = isASCII(str), tameOf(str)
 	}
 	return out, nil
 }

@@ -33,6 +33,32 @@ type Shape struct {
 	// anyObject: an object of any kind, whose metadata is an ObjectMeta (the API server keeps
 	// every object's metadata to ObjectMeta's schema, custom resources' included).
 	anyObject bool
+	// trail: the last steps to here from the object, in a known schema ("[]" for an item).
+	trail [3]string
+}
+
+// dnsLabelNamed: lists of a Pod's spec whose items' names the API server validates as DNS labels.
+var dnsLabelNamed = map[string]bool{"containers": true, "initContainers": true, "ephemeralContainers": true, "volumes": true, "volumeMounts": true}
+
+// step is s's trail followed by one more step.
+func (s Shape) step(name string) [3]string {
+	return [3]string{s.trail[1], s.trail[2], name}
+}
+
+// tame says what the API server's validation makes of the characters of a string here: a
+// label's value ([A-Za-z0-9._-]) and the name of a container, a volume or a volume mount (DNS
+// labels) are tame in every object it stores (see tameness).
+func (s Shape) tame() tameness {
+	if len(s.at) == 0 {
+		return tameNo
+	}
+	switch t := s.trail; {
+	case t[0] == "metadata" && t[1] == "labels":
+		return tameValid
+	case dnsLabelNamed[t[0]] && t[1] == "[]" && t[2] == "name":
+		return tameValid
+	}
+	return tameNo
 }
 
 // AnyObjectShape is the shape of an object of any kind: what its metadata holds is known.
@@ -124,6 +150,7 @@ func (s Shape) field(name string) Shape {
 		}
 		out.at = append(out.at, f)
 	}
+	out.trail = s.step(name)
 	return out
 }
 
@@ -140,6 +167,7 @@ func (s Shape) item() Shape {
 		}
 		out.at = append(out.at, e)
 	}
+	out.trail = s.step("[]")
 	return out
 }
 
@@ -157,5 +185,6 @@ func (s Shape) values() Shape {
 		}
 		out.at = append(out.at, v)
 	}
+	out.trail = s.step("{}")
 	return out
 }

@@ -69,7 +69,8 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 // the variables in the operations' YAML text before it parses it (the field is a string), each
 // as its text: a string as it is, anything else as its JSON. Every variable of an operation is in
 // a quoted scalar (the reader refuses the others), which stays a string: "{{x}}" is x's text,
-// where Substitute gives x's value.
+// where Substitute gives x's value. A string variable must be tame (see isTame), else YAML would
+// read its text as something else.
 func SubstituteText(v any, sc Scope, field string) (any, []cel.Expr, error) {
 	out, all, _, err := substituteWith(v, sc, field, false, true)
 	return out, all, err
@@ -137,6 +138,14 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, 
 				text, err := asText(v)
 				if err != nil {
 					return nil, errorf(field, "the variable %s: %v", x[l[0]:l[1]], err)
+				}
+				if quoted && v.t&tStr != 0 {
+					switch v.tame {
+					case tameNo:
+						return nil, errorf(field, "the variable %s can hold characters that change how YAML reads the quoted scalar it is in (a quote, a backslash, a line break, a control character, a letter outside ASCII): Kyverno substitutes the variable's text into the operations' YAML before it parses it, so such a value makes the YAML fail or say something else, which mapc cannot reproduce; not supported: write the patch as patchStrategicMerge, where Kyverno substitutes values, not text, or read a value that cannot hold them (images.*, a label's value, a container's name, request.operation, a literal)", x[l[0]:l[1]])
+					case tameValid:
+						text = tameCheck(text)
+					}
 				}
 				parts = append(parts, text)
 				at = l[1]
@@ -313,6 +322,20 @@ func asText(v value) (cel.Expr, error) {
 		return nil, fmt.Errorf("its value can be %s: inside a string Kyverno writes a value other than a string, a boolean, an integer or null as JSON, which is not supported yet", typeNames(v.t))
 	}
 	return jsonText(v), nil
+}
+
+// tameCheck is text, a string the API server's validation keeps tame (tameValid), checked: a
+// request can carry an object the API server then refuses (a label's value with a quote), whose
+// text would change how Kyverno's YAML reads the operations; the policy fails there, as Kyverno
+// fails the rule where the YAML then does not parse (a value written to make it parse as other
+// operations is not reproduced: the API server refuses the object anyway, unless those
+// operations rewrite the value).
+func tameCheck(text cel.Expr) cel.Expr {
+	c := &lowering{}
+	return c.bind(text, false, func(x cel.Expr) cel.Expr {
+		return cel.Cond(cel.Method(x, "matches", cel.Str(`^[ -!#-&(-\[\]-~]*$`)), x,
+			fail("a quote, a backslash or a character that is not printable ASCII spliced into the YAML of the operations: Kyverno fails the rule"))
+	})
 }
 
 // jsonText is Go's JSON of a string (the string itself), a boolean, an integer or null.

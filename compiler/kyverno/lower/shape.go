@@ -3,6 +3,7 @@ package lower
 import (
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"slices"
 )
 
 // types is a set of JSON types: those a value can have when the rule runs.
@@ -35,6 +36,16 @@ type Shape struct {
 	anyObject bool
 	// trail: the last steps to here from the object, in a known schema ("[]" for an item).
 	trail [3]string
+	// dnsNamed: the object is of kinds whose names the API server validates as DNS subdomains.
+	dnsNamed bool
+}
+
+// dnsNamedKinds: built-in kinds whose names the API server validates as DNS subdomains or
+// labels, by group (others, such as RBAC's, allow any path segment).
+var dnsNamedKinds = map[string][]string{
+	"":      {"Pod", "ConfigMap", "Secret", "Service", "ServiceAccount", "Namespace", "ReplicationController"},
+	"apps":  {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet"},
+	"batch": {"Job", "CronJob"},
 }
 
 // dnsLabelNamed: lists of a Pod's spec whose items' names the API server validates as DNS labels.
@@ -45,14 +56,17 @@ func (s Shape) step(name string) [3]string {
 	return [3]string{s.trail[1], s.trail[2], name}
 }
 
-// tame says what the API server's validation makes of the characters of a string here: a
-// label's value ([A-Za-z0-9._-]) and the name of a container, a volume or a volume mount (DNS
-// labels) are tame in every object it stores (see tameness).
+// tame says what the API server's validation makes of the characters of a string here: the
+// object's namespace and name (of dnsNamedKinds), a label's value ([A-Za-z0-9._-]) and the name
+// of a container, a volume or a volume mount (DNS labels) are tame in every object it stores
+// (see tameness).
 func (s Shape) tame() tameness {
 	if len(s.at) == 0 {
 		return tameNo
 	}
 	switch t := s.trail; {
+	case t == [3]string{"", "metadata", "namespace"}, t == [3]string{"", "metadata", "name"} && s.dnsNamed:
+		return tameValid
 	case t[0] == "metadata" && t[1] == "labels":
 		return tameValid
 	case dnsLabelNamed[t[0]] && t[1] == "[]" && t[2] == "name":
@@ -73,8 +87,9 @@ func objectMetaShape() Shape {
 // embedded Kubernetes schema, the one Kyverno's strategic merge reads. A kind it does not know
 // (a custom resource) makes the shape unknown.
 func ObjectShape(kinds ...Kind) Shape {
-	var s Shape
+	s := Shape{dnsNamed: len(kinds) > 0}
 	for _, k := range kinds {
+		s.dnsNamed = s.dnsNamed && slices.Contains(dnsNamedKinds[k.Group], k.Kind)
 		apiVersion := k.Version
 		if k.Group != "" {
 			apiVersion = k.Group + "/" + k.Version
@@ -150,7 +165,7 @@ func (s Shape) field(name string) Shape {
 		}
 		out.at = append(out.at, f)
 	}
-	out.trail = s.step(name)
+	out.trail, out.dnsNamed = s.step(name), s.dnsNamed
 	return out
 }
 
@@ -167,7 +182,7 @@ func (s Shape) item() Shape {
 		}
 		out.at = append(out.at, e)
 	}
-	out.trail = s.step("[]")
+	out.trail, out.dnsNamed = s.step("[]"), s.dnsNamed
 	return out
 }
 

@@ -84,3 +84,48 @@ spec:
 		}
 	}
 }
+
+// TestKyvernoSplicedImage: a container's image is spliced into the YAML of patchesJson6902 with
+// the same check: an image no registry serves (with a quote) fails Kyverno's YAML and the
+// compiled policy.
+func TestKyvernoSplicedImage(t *testing.T) {
+	docs, err := source.Parse("spliced.yaml", []byte(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: spliced-image
+spec:
+  rules:
+  - name: copy
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    mutate:
+      patchesJson6902: |-
+        - op: add
+          path: /metadata/annotations
+          value: {"image": "{{ request.object.spec.containers[0].image }}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := kyvernoVerifier(t, docs, 1, Options{})
+	defer v.Close()
+	for _, tc := range []struct{ image, want string }{{"nginx:1.27", "nginx:1.27"}, {`nginx"x`, ""}} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "default"},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": tc.image}}}}}
+		r := v.Check(context.Background(), Case{Object: obj})
+		if !r.Pass {
+			t.Errorf("image=%q:\n%s", tc.image, Report([]Result{r}))
+			continue
+		}
+		got := ""
+		if r.Got != nil {
+			got, _, _ = unstructured.NestedString(r.Got.Object, "metadata", "annotations", "image")
+		}
+		if tc.want == "" && r.Got != nil || tc.want != "" && got != tc.want {
+			t.Errorf("image=%q: admitted %v, annotation %q, want %q", tc.image, r.Got != nil, got, tc.want)
+		}
+	}
+}

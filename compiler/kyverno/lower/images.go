@@ -282,6 +282,37 @@ func (c *lowering) fieldName(name string, key bool) (cel.Expr, error) {
 	}), nil
 }
 
+// splicedText reads a string literal that is the k-th inner variable's text ('\x02k', see
+// splices; ok false for any other literal). Kyverno splices the value into the raw string
+// literal of the outer variable's JMESPath ('{{element.image}}'), which then reads as the value
+// where it holds no ' and does not end with \ (the raw literal's only escape is \'), and where
+// it holds no brace (Kyverno looks for variables again in the text the splice makes). The inner
+// variable must be a string whose characters the API server keeps to printable ASCII without
+// quotes, backslashes and braces (tameValid: an image, a name, a label's value); the policy
+// fails on one that is not, as Kyverno's JMESPath then mostly fails to parse (a value crafted
+// to parse as other JMESPath, or with a quote or a letter outside ASCII, which no such value
+// holds in an object the API server stores or a Pod that runs, is not reproduced).
+func (c *lowering) splicedText(lit any) (v value, ok bool, err error) {
+	s, isStr := lit.(string)
+	if !isStr || len(s) < 2 || s[0] != 2 {
+		return value{}, false, nil
+	}
+	k, err := strconv.Atoi(s[1:])
+	if err != nil || k >= len(c.inner) {
+		return value{}, false, nil
+	}
+	iv := c.inner[k]
+	if iv.virt != real || iv.t != tStr || iv.lossy || iv.tame == tameNo {
+		return value{}, true, c.refuse("the variable written inside a raw string of its text must be a string whose characters the API server keeps to printable ASCII without quotes and backslashes (an image, a name, a label's value): Kyverno splices its text into the raw string before parsing it")
+	}
+	e := c.bind(iv.e, iv.simple, func(x cel.Expr) cel.Expr {
+		return cel.Cond(cel.Method(x, "matches", cel.Str(`^[ -!#-&(-\[\]-z|~]*$`)), x, fail("a quote, a backslash, a brace or a character that is not printable ASCII spliced into the variable's raw string: Kyverno's JMESPath does not read it as the value"))
+	})
+	out := found(e, tStr, false)
+	out.ascii, out.tame = true, tameYes // checked
+	return out, true, nil
+}
+
 // defaultRegistry refuses what reads Kyverno's registry settings where its configuration
 // changes them.
 func (c *lowering) defaultRegistry(what string) error {

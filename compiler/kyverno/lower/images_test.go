@@ -8,7 +8,8 @@ import (
 )
 
 // TestSplices: a variable written inside another one becomes a field the outer one's JMESPath
-// names, quoted or bare; elsewhere it is refused; variables side by side stay apart.
+// names, quoted or bare, or a raw string that is the whole value; elsewhere it is refused;
+// variables side by side stay apart.
 func TestSplices(t *testing.T) {
 	for _, tc := range []struct {
 		in    string
@@ -19,7 +20,9 @@ func TestSplices(t *testing.T) {
 		{in: "a{{ x }}b{{y}}", texts: []string{"x", "y"}, inner: [][]string{nil, nil}},
 		{in: `{{ images.containers."{{ element.name }}".tag }}`, texts: []string{`images.containers."\u00000".tag`}, inner: [][]string{{"element.name"}}},
 		{in: `r/{{images.containers.{{element.name}}.path}}:{{ x }}`, texts: []string{`images.containers."\u00010".path`, "x"}, inner: [][]string{{"element.name"}, nil}},
-		{in: `{{ f('{{element.image}}') }}`, err: "supported only as a field name"},
+		{in: `{{ f('{{element.image}}') }}`, texts: []string{"f('\x020')"}, inner: [][]string{{"element.image"}}},
+		{in: `{{ f('a/{{element.image}}') }}`, err: "supported only as a field name"},
+		{in: `{{ f({{element.image}}) }}`, err: "supported only as a field name"},
 		{in: `{{ a.{{ b.{{c}} }} }}`, err: "nested more than one deep"},
 	} {
 		got, err := splices(tc.in)
@@ -55,6 +58,26 @@ func TestImagesRegistrySettings(t *testing.T) {
 		sc.Registry = []string{"defaultRegistry: mirror.example"}
 		if _, err := variable(v, sc); err == nil || !strings.Contains(err.Error(), "defaultRegistry: mirror.example") {
 			t.Errorf("%s with another default registry: %v, want a refusal naming it", v, err)
+		}
+	}
+}
+
+// TestSplicedText: a variable spliced in as a whole raw string must be a string the API server
+// keeps tame (a Pod's name, a label's value; an element's image in the golden case
+// variables-spliced-text); other values are refused.
+func TestSplicedText(t *testing.T) {
+	sc := Scope{Object: ObjectShape(Kind{Version: "v1", Kind: "Pod"}), Features: cel.Features{TwoVar: true}}
+	for _, tc := range []struct{ inner, err string }{
+		{inner: "request.object.metadata.name"},
+		{inner: "request.object.metadata.labels.app"},
+		{inner: "request.object.spec.containers[0].image", err: "raw string"}, // null past the end
+		{inner: "request.object.metadata.annotations.owner", err: "raw string"},
+		{inner: "request.object.spec.containers", err: "raw string"},
+	} {
+		v := `{{ to_upper('{{` + tc.inner + `}}') }}`
+		_, _, err := Substitute(map[string]any{"x": v}, sc, "f")
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want error %q", v, err, tc.err)
 		}
 	}
 }

@@ -113,7 +113,7 @@ type lowering struct {
 	n   int // names bound so far
 	// inner are the variables written inside this one's text, whose values Kyverno splices
 	// into it: the text names the k-th as the field "\x00k" (spliced inside quotes) or
-	// "\x01k" (spliced bare).
+	// "\x01k" (spliced bare), or holds it as the raw string '\x02k' (see splicedText).
 	inner []value
 
 	// unorderedNext: the next call lowered is keys or values whose result is read where the
@@ -277,6 +277,9 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		return r, nil
 	case jmespath.ASTLiteral:
+		if v, ok, err := c.splicedText(n.Value); ok {
+			return v, err
+		}
 		return literal(n.Value)
 	case jmespath.ASTCurrentNode, jmespath.ASTIdentity:
 		if cur.virt == vRoot {

@@ -281,13 +281,24 @@ func splices(x string) ([]spliced, error) {
 				}
 				quoted := j > ol[0]+2 && m[j-1] == '"' && m[j+1] == '"'
 				bare := m[j-1] == '.' && (m[j+1] == '.' || m[j+1] == '[' || j+1 == ol[1]-2 || m[j+1] == ' ')
-				if !quoted && !bare {
-					return nil, fmt.Errorf("%q has a variable inside another one's text, which Kyverno splices into that text before evaluating it: supported only as a field name (\"{{element.name}}\" or .{{element.name}}.); write the inner variable's expression in place of its quoted text (element.image for '{{element.image}}')", x)
+				raw := j > ol[0]+2 && m[j-1] == '\'' && m[j+1] == '\''
+				if !quoted && !bare && !raw {
+					return nil, fmt.Errorf("%q has a variable inside another one's text, which Kyverno splices into that text before evaluating it: supported only as a field name (\"{{element.name}}\" or .{{element.name}}.) or as a whole raw string ('{{element.image}}'); write the inner variable's expression in its place (element.image)", x)
 				}
 				l := locs[k]
 				k++
 				inner = append(inner, strings.TrimSpace(x[l[0]+2:l[1]-2]))
 				mark := "\\u0001"
+				if raw {
+					// A raw string literal of the value's text: '\x02k', which the lowering
+					// reads as the k-th inner variable's text (see lowering.splicedText).
+					s := text.String()
+					text.Reset()
+					text.WriteString(s[:len(s)-1])
+					j++
+					fmt.Fprintf(&text, "'\x02%d'", len(inner)-1)
+					continue
+				}
 				if quoted {
 					mark = "\\u0000"
 					s := text.String()

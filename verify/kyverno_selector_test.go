@@ -129,3 +129,38 @@ spec:
 		}
 	}
 }
+
+// TestKyvernoOptionalPrefixReplace: regex_replace_all with ^(G)?(.*)$ on texts a label cannot
+// hold (line breaks, the empty text, letters outside ASCII), which make e2e cannot create:
+// ConfigMap data, compared with Kyverno's engine.
+func TestKyvernoOptionalPrefixReplace(t *testing.T) {
+	docs, err := source.Parse("prefix.yaml", []byte(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: prefix
+spec:
+  rules:
+  - name: copy
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    mutate:
+      patchStrategicMerge:
+        data:
+          out: "{{ regex_replace_all('^(localhost/|(?:[a-z0-9]+\\.)+[a-z0-9]+/)?(.*)$', request.object.data.in, 'r.example/$2|$1|$0') }}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := kyvernoVerifier(t, docs, 1, Options{})
+	defer v.Close()
+	for _, in := range []string{"", "nginx", "a.b/c/d", "localhost/x", "localhost/", "a.b/\nc", "x\n", "a.b.c/é/d", "A.b/c", "a.b/c/d.e/f"} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "c", "namespace": "default"}, "data": map[string]any{"in": in}}}
+		r := v.Check(context.Background(), Case{Object: obj})
+		if !r.Pass || r.Got == nil {
+			t.Errorf("in=%q:\n%s", in, Report([]Result{r}))
+		}
+	}
+}

@@ -500,6 +500,9 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 		if _, err := regexp.Compile(pat); err != nil {
 			return value{}, c.refuse("%s: the regular expression %q does not compile (%v): Kyverno fails the rule", name, pat, err)
 		}
+		if g, ok := optionalPrefix(pat); ok {
+			return c.optionalPrefixReplace(name, g, pat, literal, args)
+		}
 		if !anchoredNonEmpty(pat) {
 			return value{}, c.refuse("%s is supported for a pattern anchored at the start of the text (^...) that cannot match the empty text, not %q: the API server's CEL has no regular-expression replacement, and finds only the first match", name, pat)
 		}
@@ -652,6 +655,128 @@ func groupReplacement(pat, repl string) (parts []replacementPart, before int, pr
 	}
 	flush()
 	return parts, before, prefix, after, true
+}
+
+// optionalPrefix reads a pattern ^(G)?(.*)$ (Kyverno's registry samples:
+// ^(localhost/|(?:[a-z0-9]+\.)+[a-z0-9]+/)?(.*)$), where G has no groups, anchors or
+// assertions and matches no line break; g is ^(?:G).
+func optionalPrefix(pat string) (g string, ok bool) {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || re.MaxCap() != 2 || len(re.Sub) != 4 {
+		return "", false
+	}
+	s := re.Sub
+	if s[0].Op != syntax.OpBeginText || s[3].Op != syntax.OpEndText ||
+		s[1].Op != syntax.OpQuest || s[1].Flags&syntax.NonGreedy != 0 || s[1].Sub[0].Op != syntax.OpCapture ||
+		s[2].Op != syntax.OpCapture || s[2].Sub[0].Op != syntax.OpStar || s[2].Sub[0].Flags&syntax.NonGreedy != 0 ||
+		s[2].Sub[0].Sub[0].Op != syntax.OpAnyCharNotNL {
+		return "", false
+	}
+	inner := s[1].Sub[0].Sub[0]
+	if !noLineBreak(inner) {
+		return "", false
+	}
+	p := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags, Sub: []*syntax.Regexp{s[0], inner}}
+	g = p.String()
+	if _, err := regexp.Compile(g); err != nil {
+		return "", false
+	}
+	return g, true
+}
+
+// noLineBreak: does re match only text without \n, with no groups, anchors or assertions?
+func noLineBreak(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return !slices.Contains(re.Rune, '\n')
+	case syntax.OpCharClass:
+		return !inClass('\n', re.Rune)
+	case syntax.OpAnyCharNotNL, syntax.OpEmptyMatch:
+		return true
+	case syntax.OpConcat, syntax.OpAlternate, syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		for _, sub := range re.Sub {
+			if !noLineBreak(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// optionalPrefixReplace is regex_replace_all with a pattern ^(G)?(.*)$ (see optionalPrefix),
+// which Go's ReplaceAll applies once: a text with a line break has no match (neither G nor .
+// matches one, and $ is the text's end) and stays; any other is the whole match, its group 1
+// the first match of G at the start (leftmost-first, as Go's find, CEL's find, takes it; the rest
+// always matches), "" where none, and group 2 what follows.
+func (c *lowering) optionalPrefixReplace(name, g, pat string, literal bool, args []value) (value, error) {
+	repl, ok := stringLiteral(args[2])
+	if !ok {
+		return value{}, c.refuse("%s's replacement must be a string literal ('...')", name)
+	}
+	if err := textOnly(c, name, args[1]); err != nil {
+		return value{}, err
+	}
+	// The replacement, as parts: text (group -1), or a group of the match.
+	parts := []replacementPart{{text: repl, group: -1}}
+	if !literal {
+		const m0, m1, m2 = "\uE000", "\uE001", "\uE002" // private-use characters, as markers
+		if strings.ContainsAny(repl, m0+m1+m2) {
+			return value{}, c.refuse("%s's replacement holds private-use characters U+E000-U+E002: not supported", name)
+		}
+		src := m0 + m1 + m2
+		a, b := len(m0), len(m0)+len(m1)
+		expanded := string(regexp.MustCompile(pat).ExpandString(nil, repl, src, []int{0, a, a, b, b, len(src)}))
+		parts = nil
+		var text strings.Builder
+		flush := func() {
+			if text.Len() > 0 {
+				parts = append(parts, replacementPart{text: text.String(), group: -1})
+				text.Reset()
+			}
+		}
+		for _, r := range expanded {
+			switch string(r) {
+			case m0:
+				flush()
+				parts = append(parts, replacementPart{group: 0})
+			case m1:
+				flush()
+				parts = append(parts, replacementPart{group: 1})
+			case m2:
+				flush()
+				parts = append(parts, replacementPart{group: 2})
+			default:
+				text.WriteRune(r)
+			}
+		}
+		flush()
+	}
+	e := c.onString(name, args[1], func(x cel.Expr) cel.Expr {
+		return c.bind(cel.Method(x, "find", cel.Str(g)), false, func(p cel.Expr) cel.Expr {
+			out := cel.Expr(cel.Str(""))
+			for i, part := range parts {
+				var e cel.Expr
+				switch part.group {
+				case 0:
+					e = x
+				case 1:
+					e = p
+				case 2:
+					e = cel.Method(x, "substring", cel.Call("size", p))
+				default:
+					e = cel.Str(part.text)
+				}
+				if i == 0 {
+					out = e
+				} else {
+					out = cel.Bin("+", out, e)
+				}
+			}
+			return cel.Cond(cel.Method(x, "contains", cel.Str("\n")), x, out)
+		})
+	})
+	return found(e, tStr, false), nil
 }
 
 // inClass: is r in the class of ranges (syntax.Regexp.Rune of a character class: pairs lo, hi)?

@@ -152,3 +152,29 @@ func TestSortValuesNeedsStrings(t *testing.T) {
 		t.Errorf("sort of a Pod security context's values: %v, want a refusal (they can be numbers)", err)
 	}
 }
+
+// TestOptionalPrefix: regex_replace_all's ^(G)?(.*)$ form is recognised only where G matches no
+// line break and has no groups or anchors, the quantifiers are greedy and . excludes \n.
+func TestOptionalPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		pat string
+		g   string // "" for not recognised
+	}{
+		{`^(localhost/|(?:[a-z0-9]+\.)+[a-z0-9]+/)?(.*)$`, `\A(?:localhost/|(?:[0-9a-z]+\.)+[0-9a-z]+/)`},
+		{`^(docker\.io/)?(.*)$`, `\Adocker\.io/`},
+		{`^([^/]+/)?(.*)$`, ""}, // [^/] matches \n
+		{`(?s)^(a/)?(.*)$`, ""}, // . matches \n
+		{`(?m)^(a/)?(.*)$`, ""}, // ^ and $ at lines
+		{`^(a/)??(.*)$`, ""},    // lazy
+		{`^(a/)?(.*?)$`, ""},    // lazy
+		{`^((a)/)?(.*)$`, ""},   // a group in G
+		{`^(a/)?(.*)`, ""},      // no $
+		{`^(\ba/)?(.*)$`, ""},   // an assertion in G
+		{`^(a/)?(b)(.*)$`, ""},  // more
+	} {
+		g, ok := optionalPrefix(tc.pat)
+		if ok != (tc.g != "") || ok && g != tc.g {
+			t.Errorf("%s: %q, %v; want %q", tc.pat, g, ok, tc.g)
+		}
+	}
+}

@@ -306,7 +306,7 @@ func (c *lowering) splicedText(lit any) (v value, ok bool, err error) {
 		return value{}, true, c.refuse("the variable written inside a raw string of its text must be a string whose characters the API server keeps to printable ASCII without quotes and backslashes (an image, a name, a label's value): Kyverno splices its text into the raw string before parsing it")
 	}
 	e := c.bind(iv.e, iv.simple, func(x cel.Expr) cel.Expr {
-		return cel.Cond(cel.Method(x, "matches", cel.Str(`^[ -!#-&(-\[\]-z|~]*$`)), x, fail("a quote, a backslash, a brace or a character that is not printable ASCII spliced into the variable's raw string: Kyverno's JMESPath does not read it as the value"))
+		return cel.Cond(cel.Method(dyn(x), "matches", cel.Str(`^[ -!#-&(-\[\]-z|~]*$`)), x, fail("a quote, a backslash, a brace or a character that is not printable ASCII spliced into the variable's raw string: Kyverno's JMESPath does not read it as the value"))
 	})
 	out := found(e, tStr, false)
 	out.ascii, out.tame = true, tameYes // checked

@@ -573,10 +573,11 @@ func parseJSON6902(s string) ([]Op, error) {
 // text s. Kyverno substitutes each variable's text into s before it parses it, so:
 //   - a plain (unquoted) scalar's type (string, number, boolean, null) depends on the value: refused;
 //   - in a quoted scalar, what YAML reads differently from its text (an escape: \" or \\ in
-//     double quotes, ” in single quotes; a line break, which YAML folds) is read by Kyverno after
-//     the substitution but by mapc before it, inside a variable's JMESPath as well: refused. A
-//     scalar written as its text between quotes is the text around its variables, which the
-//     lowering splices in, refusing values that can change how YAML reads the scalar.
+//     double quotes, a doubled quote in single quotes; a line break, which YAML folds) is read
+//     by Kyverno after the substitution but by mapc before it, inside a variable's JMESPath as
+//     well: refused. A scalar written as its text between quotes is the text around its
+//     variables, which the lowering splices in, refusing values that can change how YAML reads
+//     the scalar.
 //
 // (A path begins with /, which no other type of scalar does.)
 func textVariables(s string) error {

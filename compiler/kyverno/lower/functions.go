@@ -334,7 +334,9 @@ func replaceAll(c *lowering, name string, args []value) (value, error) {
 	e := c.bindAll(args, func(a []value) cel.Expr {
 		return stringsOnly(name, cel.Method(dyn(a[0].e), "replace", arg(a[1].e), arg(a[2].e)), a...)
 	})
-	return found(e, tStr, false), nil
+	v := found(e, tStr, false)
+	v.tame = min(args[0].tame, args[2].tame) // pieces of the text and the new text
+	return v, nil
 }
 
 // replaceN is replace: Go's strings.Replace with a count, which must be a number literal (Kyverno
@@ -350,7 +352,9 @@ func replaceN(c *lowering, name string, args []value) (value, error) {
 	e := c.bindAll(args[:3], func(a []value) cel.Expr {
 		return stringsOnly(name, cel.Method(dyn(a[0].e), "replace", arg(a[1].e), arg(a[2].e), cel.Int(int64(n))), a...)
 	})
-	return found(e, tStr, false), nil
+	v := found(e, tStr, false)
+	v.tame = min(args[0].tame, args[2].tame)
+	return v, nil
 }
 
 // trim is trim: Go's strings.Trim, which removes the characters of a cutset (a string literal)
@@ -558,7 +562,9 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 				return cel.Cond(cel.Bin("==", m, cel.Str("")), x, cel.Bin("+", out, cel.Method(x, "substring", cel.Call("size", m))))
 			})
 		})
-		return found(e, tStr, false), nil
+		v := found(e, tStr, false)
+		v.tame = min(args[1].tame, tameOf(repl)) // pieces of the text and the replacement
+		return v, nil
 	}
 }
 
@@ -776,7 +782,9 @@ func (c *lowering) optionalPrefixReplace(name, g, pat string, literal bool, args
 			return cel.Cond(cel.Method(x, "contains", cel.Str("\n")), x, out)
 		})
 	})
-	return found(e, tStr, false), nil
+	v := found(e, tStr, false)
+	v.tame = min(args[1].tame, tameOf(repl)) // pieces of the text and the replacement
+	return v, nil
 }
 
 // inClass: is r in the class of ranges (syntax.Regexp.Rune of a character class: pairs lo, hi)?

@@ -81,3 +81,29 @@ func TestSplicedText(t *testing.T) {
 		}
 	}
 }
+
+// TestSubstituteTextTameness: a quoted JSON patch value splices in strings known to be tame
+// (literals, names, label values, and what replace_all, regex_replace_all, to_upper and || make
+// of them) and refuses others.
+func TestSubstituteTextTameness(t *testing.T) {
+	sc := Scope{Object: ObjectShape(Kind{Version: "v1", Kind: "Pod"}), Features: cel.Features{TwoVar: true}}
+	for _, tc := range []struct {
+		v       string
+		refused bool
+	}{
+		{v: "{{ request.object.metadata.name }}"},
+		{v: "x-{{ request.object.metadata.labels.app || 'none' }}"},
+		{v: "{{ replace_all(request.object.metadata.name, '-', '.') }}"},
+		{v: "{{ regex_replace_all('^[^/]+/', request.object.spec.containers[0].image || '', 'r/') }}"},
+		{v: "{{ request.operation }}"},
+		{v: "{{ request.object.metadata.annotations.owner }}", refused: true},
+		{v: "{{ replace_all(request.object.metadata.name, '-', '\"') }}", refused: true},
+		{v: "{{ request.object.metadata.labels.app || request.object.metadata.annotations.app }}", refused: true},
+		{v: "{{ request.userInfo.username }}", refused: true},
+	} {
+		_, _, err := SubstituteText(map[string]any{"x": tc.v}, sc, "value")
+		if (err != nil) != tc.refused {
+			t.Errorf("%s: %v, want refused %v", tc.v, err, tc.refused)
+		}
+	}
+}

@@ -1,9 +1,10 @@
 package lower
 
 import (
+	"slices"
+
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-	"slices"
 )
 
 // types is a set of JSON types: those a value can have when the rule runs.

@@ -69,8 +69,8 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 // the variables in the operations' YAML text before it parses it (the field is a string), each
 // as its text: a string as it is, anything else as its JSON. Every variable of an operation is in
 // a quoted scalar (the reader refuses the others), which stays a string: "{{x}}" is x's text,
-// where Substitute gives x's value. A string variable must be tame (see isTame), else YAML would
-// read its text as something else.
+// where Substitute gives x's value. A string variable must be tame (see tameness), else YAML
+// would read its text as something else.
 func SubstituteText(v any, sc Scope, field string) (any, []cel.Expr, error) {
 	out, all, _, err := substituteWith(v, sc, field, false, true)
 	return out, all, err

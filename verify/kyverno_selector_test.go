@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,27 +44,11 @@ func TestKyvernoWildcardSelectorInvalidValue(t *testing.T) {
 // compiled policy splices it in, but checks it: a label with a quote (which the API server
 // refuses after admission) makes Kyverno's YAML fail, and the compiled policy fails there too.
 func TestKyvernoSplicedTextInvalidValue(t *testing.T) {
-	docs, err := source.Parse("spliced.yaml", []byte(`apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: spliced
-spec:
-  rules:
-  - name: copy
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    mutate:
-      patchesJson6902: |-
-        - op: add
-          path: /data
-          value: {"tier": "tier-{{ request.object.metadata.labels.tier || 'none' }}"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := kyvernoVerifier(t, docs, 1, Options{})
+	v := mutateVerifier(t, "spliced", "ConfigMap", `  patchesJson6902: |-
+    - op: add
+      path: /data
+      value: {"tier": "tier-{{ request.object.metadata.labels.tier || 'none' }}"}
+`)
 	defer v.Close()
 	for _, tc := range []struct{ tier, want string }{{"gold", "tier-gold"}, {"", "tier-none"}, {`a"b`, ""}, {`x" #`, ""}} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
@@ -89,27 +74,11 @@ spec:
 // the same check: an image no registry serves (with a quote) fails Kyverno's YAML and the
 // compiled policy.
 func TestKyvernoSplicedImage(t *testing.T) {
-	docs, err := source.Parse("spliced.yaml", []byte(`apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: spliced-image
-spec:
-  rules:
-  - name: copy
-    match:
-      any:
-      - resources:
-          kinds: [Pod]
-    mutate:
-      patchesJson6902: |-
-        - op: add
-          path: /metadata/annotations
-          value: {"image": "{{ request.object.spec.containers[0].image }}"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := kyvernoVerifier(t, docs, 1, Options{})
+	v := mutateVerifier(t, "spliced-image", "Pod", `  patchesJson6902: |-
+    - op: add
+      path: /metadata/annotations
+      value: {"image": "{{ request.object.spec.containers[0].image }}"}
+`)
 	defer v.Close()
 	for _, tc := range []struct{ image, want string }{{"nginx:1.27", "nginx:1.27"}, {`nginx"x`, ""}} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
@@ -134,26 +103,10 @@ spec:
 // hold (line breaks, the empty text, letters outside ASCII), which make e2e cannot create:
 // ConfigMap data, compared with Kyverno's engine.
 func TestKyvernoOptionalPrefixReplace(t *testing.T) {
-	docs, err := source.Parse("prefix.yaml", []byte(`apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: prefix
-spec:
-  rules:
-  - name: copy
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    mutate:
-      patchStrategicMerge:
-        data:
-          out: "{{ regex_replace_all('^(localhost/|(?:[a-z0-9]+\\.)+[a-z0-9]+/)?(.*)$', request.object.data.in, 'r.example/$2|$1|$0') }}"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := kyvernoVerifier(t, docs, 1, Options{})
+	v := mutateVerifier(t, "prefix", "ConfigMap", `  patchStrategicMerge:
+    data:
+      out: "{{ regex_replace_all('^(localhost/|(?:[a-z0-9]+\\.)+[a-z0-9]+/)?(.*)$', request.object.data.in, 'r.example/$2|$1|$0') }}"
+`)
 	defer v.Close()
 	for _, in := range []string{"", "nginx", "a.b/c/d", "localhost/x", "localhost/", "a.b/\nc", "x\n", "a.b.c/é/d", "A.b/c", "a.b/c/d.e/f"} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
@@ -163,4 +116,20 @@ spec:
 			t.Errorf("in=%q:\n%s", in, Report([]Result{r}))
 		}
 	}
+}
+
+// mutateVerifier compiles a ClusterPolicy of one rule, copy, for kind, whose mutate block is
+// mutate (indented by two spaces), and verifies against Kyverno's engine.
+func mutateVerifier(t *testing.T, name, kind, mutate string) *Verifier {
+	t.Helper()
+	text := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: " + name +
+		"\nspec:\n  rules:\n  - name: copy\n    match:\n      any:\n      - resources:\n          kinds: [" + kind + "]\n    mutate:\n"
+	for _, l := range strings.Split(strings.TrimSuffix(mutate, "\n"), "\n") {
+		text += "    " + l + "\n"
+	}
+	docs, err := source.Parse(name+".yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kyvernoVerifier(t, docs, 1, Options{})
 }

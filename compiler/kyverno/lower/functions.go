@@ -634,32 +634,9 @@ func groupReplacement(pat, repl string) (parts []replacementPart, before int, pr
 	if len(subs) > 0 || err != nil {
 		return nil, 0, "", 0, false
 	}
-	const open, close = "\uE000", "\uE001" // private-use characters, as markers
-	if strings.ContainsAny(repl, open+close) {
+	if parts, ok = expandReplacement(compiled, repl, 1); !ok {
 		return nil, 0, "", 0, false
 	}
-	src := open + close
-	expanded := string(compiled.ExpandString(nil, repl, src, []int{0, len(open), len(open), len(src)}))
-	var text strings.Builder
-	flush := func() {
-		if text.Len() > 0 {
-			parts = append(parts, replacementPart{text: text.String(), group: -1})
-			text.Reset()
-		}
-	}
-	for _, r := range expanded {
-		switch string(r) {
-		case open:
-			flush()
-			parts = append(parts, replacementPart{group: 0})
-		case close:
-			flush()
-			parts = append(parts, replacementPart{group: 1})
-		default:
-			text.WriteRune(r)
-		}
-	}
-	flush()
 	return parts, before, prefix, after, true
 }
 
@@ -726,37 +703,9 @@ func (c *lowering) optionalPrefixReplace(name, g, pat string, literal bool, args
 	// The replacement, as parts: text (group -1), or a group of the match.
 	parts := []replacementPart{{text: repl, group: -1}}
 	if !literal {
-		const m0, m1, m2 = "\uE000", "\uE001", "\uE002" // private-use characters, as markers
-		if strings.ContainsAny(repl, m0+m1+m2) {
+		if parts, ok = expandReplacement(regexp.MustCompile(pat), repl, 2); !ok {
 			return value{}, c.refuse("%s's replacement holds private-use characters U+E000-U+E002: not supported", name)
 		}
-		src := m0 + m1 + m2
-		a, b := len(m0), len(m0)+len(m1)
-		expanded := string(regexp.MustCompile(pat).ExpandString(nil, repl, src, []int{0, a, a, b, b, len(src)}))
-		parts = nil
-		var text strings.Builder
-		flush := func() {
-			if text.Len() > 0 {
-				parts = append(parts, replacementPart{text: text.String(), group: -1})
-				text.Reset()
-			}
-		}
-		for _, r := range expanded {
-			switch string(r) {
-			case m0:
-				flush()
-				parts = append(parts, replacementPart{group: 0})
-			case m1:
-				flush()
-				parts = append(parts, replacementPart{group: 1})
-			case m2:
-				flush()
-				parts = append(parts, replacementPart{group: 2})
-			default:
-				text.WriteRune(r)
-			}
-		}
-		flush()
 	}
 	e := c.onString(name, args[1], func(x cel.Expr) cel.Expr {
 		return c.bind(cel.Method(x, "find", cel.Str(g)), false, func(p cel.Expr) cel.Expr {
@@ -785,6 +734,41 @@ func (c *lowering) optionalPrefixReplace(name, g, pat string, literal bool, args
 	v := found(e, tStr, false)
 	v.tame = min(args[1].tame, tameOf(repl)) // pieces of the text and the replacement
 	return v, nil
+}
+
+// expandReplacement expands repl as Go's Regexp.ExpandString does ($1, ${1}, a group's name, $$,
+// an unknown or malformed reference such as $1x, which names group "1x": empty), for a match
+// whose groups 0 to n hold markers, into parts: text, or a group's text. ok is false where repl
+// holds a marker itself.
+func expandReplacement(re *regexp.Regexp, repl string, n int) (parts []replacementPart, ok bool) {
+	var src string
+	var match []int
+	for g := 0; g <= n; g++ {
+		m := string(rune(0xE000 + g)) // private-use characters, as markers
+		if strings.Contains(repl, m) {
+			return nil, false
+		}
+		match = append(match, len(src), len(src)+len(m))
+		src += m
+	}
+	expanded := string(re.ExpandString(nil, repl, src, match))
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			parts = append(parts, replacementPart{text: text.String(), group: -1})
+			text.Reset()
+		}
+	}
+	for _, r := range expanded {
+		if g := int(r - 0xE000); g >= 0 && g <= n {
+			flush()
+			parts = append(parts, replacementPart{group: g})
+			continue
+		}
+		text.WriteRune(r)
+	}
+	flush()
+	return parts, true
 }
 
 // inClass: is r in the class of ranges (syntax.Regexp.Rune of a character class: pairs lo, hi)?

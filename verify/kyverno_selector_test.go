@@ -47,7 +47,7 @@ func TestKyvernoSplicedTextInvalidValue(t *testing.T) {
 	v := mutateVerifier(t, "spliced", "ConfigMap", `  patchesJson6902: |-
     - op: add
       path: /data
-      value: {"tier": "tier-{{ request.object.metadata.labels.tier || 'none' }}"}
+      value: {"café": "é", "tier": "tier-{{ request.object.metadata.labels.tier || 'none' }}"}
 `)
 	defer v.Close()
 	for _, tc := range []struct{ tier, want string }{{"gold", "tier-gold"}, {"", "tier-none"}, {`a"b`, ""}, {`x" #`, ""}} {

@@ -600,9 +600,11 @@ func textVariables(s string) error {
 			default:
 				return fmt.Errorf("%q is an unquoted YAML scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", n.Value)
 			}
-			raw := ""
-			if n.Line >= 1 && n.Line <= len(lines) && n.Column >= 1 && n.Column <= len(lines[n.Line-1]) {
-				raw = lines[n.Line-1][n.Column-1:]
+			raw := "" // the line from the scalar on (yaml's columns count characters)
+			if n.Line >= 1 && n.Line <= len(lines) {
+				if line := []rune(lines[n.Line-1]); n.Column >= 1 && n.Column <= len(line) {
+					raw = string(line[n.Column-1:])
+				}
 			}
 			if strings.ContainsAny(n.Value, q+"\\\n\r") || !strings.HasPrefix(raw, q+n.Value+q) {
 				return fmt.Errorf("%q is a quoted YAML scalar with a variable and an escape or a line break: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so it reads the escapes (in the variable's JMESPath too) after the substitution, and mapc cannot; not supported: write the scalar on one line without escapes", n.Value)

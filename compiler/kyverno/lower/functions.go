@@ -528,12 +528,10 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 		}
 		e := c.onString(name, args[1], func(x cel.Expr) cel.Expr {
 			return c.bind(cel.Method(x, "find", cel.Str(pat)), false, func(m cel.Expr) cel.Expr {
-				var out cel.Expr
-				for _, p := range parts {
-					var e cel.Expr
-					switch p.group {
+				out := joinParts(parts, func(group int) cel.Expr {
+					switch group {
 					case 0:
-						e = m
+						return m
 					case 1:
 						var start cel.Expr = cel.Int(int64(before))
 						if prefix != "" {
@@ -541,24 +539,15 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 						}
 						switch {
 						case prefix == "" && before == 0 && after == 0:
-							e = m
+							return m
 						case after == 0:
-							e = cel.Method(m, "substring", start)
+							return cel.Method(m, "substring", start)
 						default:
-							e = cel.Method(m, "substring", start, cel.Bin("-", cel.Call("size", m), cel.Int(int64(after))))
+							return cel.Method(m, "substring", start, cel.Bin("-", cel.Call("size", m), cel.Int(int64(after))))
 						}
-					default:
-						e = cel.Str(p.text)
 					}
-					if out == nil {
-						out = e
-					} else {
-						out = cel.Bin("+", out, e)
-					}
-				}
-				if out == nil {
-					out = cel.Str("")
-				}
+					return nil
+				})
 				return cel.Cond(cel.Bin("==", m, cel.Str("")), x, cel.Bin("+", out, cel.Method(x, "substring", cel.Call("size", m))))
 			})
 		})
@@ -709,31 +698,42 @@ func (c *lowering) optionalPrefixReplace(name, g, pat string, literal bool, args
 	}
 	e := c.onString(name, args[1], func(x cel.Expr) cel.Expr {
 		return c.bind(cel.Method(x, "find", cel.Str(g)), false, func(p cel.Expr) cel.Expr {
-			out := cel.Expr(cel.Str(""))
-			for i, part := range parts {
-				var e cel.Expr
-				switch part.group {
+			out := joinParts(parts, func(group int) cel.Expr {
+				switch group {
 				case 0:
-					e = x
+					return x
 				case 1:
-					e = p
-				case 2:
-					e = cel.Method(x, "substring", cel.Call("size", p))
-				default:
-					e = cel.Str(part.text)
+					return p
 				}
-				if i == 0 {
-					out = e
-				} else {
-					out = cel.Bin("+", out, e)
-				}
-			}
+				return cel.Method(x, "substring", cel.Call("size", p))
+			})
 			return cel.Cond(cel.Method(x, "contains", cel.Str("\n")), x, out)
 		})
 	})
 	v := found(e, tStr, false)
 	v.tame = min(args[1].tame, tameOf(repl)) // pieces of the text and the replacement
 	return v, nil
+}
+
+// joinParts is the CEL concatenation of an expanded replacement's parts: its text, and
+// group(g) for group g ("" for none).
+func joinParts(parts []replacementPart, group func(g int) cel.Expr) cel.Expr {
+	var out cel.Expr
+	for _, p := range parts {
+		e := cel.Expr(cel.Str(p.text))
+		if p.group >= 0 {
+			e = group(p.group)
+		}
+		if out == nil {
+			out = e
+		} else {
+			out = cel.Bin("+", out, e)
+		}
+	}
+	if out == nil {
+		out = cel.Str("")
+	}
+	return out
 }
 
 // expandReplacement expands repl as Go's Regexp.ExpandString does ($1, ${1}, a group's name, $$,

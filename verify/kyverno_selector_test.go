@@ -99,6 +99,39 @@ func TestKyvernoSplicedImage(t *testing.T) {
 	}
 }
 
+// TestKyvernoPlainScalar: a container's image spliced into an unquoted JSON patch value after a
+// literal: a space inside stays (both engines write it), a colon at the end or before a space
+// fails Kyverno's YAML and the compiled policy.
+func TestKyvernoPlainScalar(t *testing.T) {
+	v := mutateVerifier(t, "plain-image", "Pod", `  patchesJson6902: |-
+    - op: add
+      path: /metadata/annotations
+      value:
+        image: img/{{ request.object.spec.containers[0].image }}
+`)
+	defer v.Close()
+	for _, tc := range []struct{ image, want string }{
+		{"nginx:1.27", "img/nginx:1.27"}, {"bad image!", "img/bad image!"}, {"a'b\\c", "img/a'b\\c"},
+		{"nginx:", ""}, {"a: b", ""},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "p", "namespace": "default"},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": tc.image}}}}}
+		r := v.Check(context.Background(), Case{Object: obj})
+		if !r.Pass {
+			t.Errorf("image=%q:\n%s", tc.image, Report([]Result{r}))
+			continue
+		}
+		got := ""
+		if r.Got != nil {
+			got, _, _ = unstructured.NestedString(r.Got.Object, "metadata", "annotations", "image")
+		}
+		if tc.want == "" && r.Got != nil || tc.want != "" && got != tc.want {
+			t.Errorf("image=%q: admitted %v, annotation %q, want %q", tc.image, r.Got != nil, got, tc.want)
+		}
+	}
+}
+
 // TestKyvernoOptionalPrefixReplace: regex_replace_all with ^(G)?(.*)$ on texts a label cannot
 // hold (line breaks, the empty text, letters outside ASCII), which make e2e cannot create:
 // ConfigMap data, compared with Kyverno's engine.

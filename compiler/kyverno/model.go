@@ -154,6 +154,10 @@ type Op struct {
 	Op    string
 	Path  string
 	Value any
+	// Plain are the places in Value of the strings with variables that are plain (unquoted)
+	// YAML scalars on one line, each a relative field path ("" for Value itself, "key",
+	// "key[0].name"): Kyverno reads their type after substituting the variables' text.
+	Plain map[string]bool
 }
 
 // Preconditions are a rule's (or a foreach's) any and all conditions.

@@ -534,7 +534,8 @@ func parseJSON6902(s string) ([]Op, error) {
 		}
 		return nil, fmt.Errorf("not a list of JSON patch operations: %v", err)
 	}
-	if err := textVariables(s); err != nil {
+	plain, err := textVariables(s)
+	if err != nil {
 		return nil, err
 	}
 	if len(raw) == 0 {
@@ -564,14 +565,17 @@ func parseJSON6902(s string) ([]Op, error) {
 		default:
 			return nil, fmt.Errorf("operation %d: %q is not a JSON patch operation: use add, replace or remove", i, op)
 		}
-		ops = append(ops, Op{Op: op, Path: path, Value: v})
+		ops = append(ops, Op{Op: op, Path: path, Value: v, Plain: plain[i]})
 	}
 	return ops, nil
 }
 
 // textVariables checks the scalars of the operations' values that hold variables, in the YAML
-// text s. Kyverno substitutes each variable's text into s before it parses it, so:
-//   - a plain (unquoted) scalar's type (string, number, boolean, null) depends on the value: refused;
+// text s, and returns, per operation, the places of the plain ones (see Op.Plain). Kyverno
+// substitutes each variable's text into s before it parses it, so:
+//   - a plain (unquoted) scalar's type (string, number, boolean, null) depends on the value:
+//     allowed on one line (no comment, no continuation), in YAML (not JSON) text, where the
+//     lowering finds a literal that makes it a string and values that keep it one;
 //   - in a quoted scalar, what YAML reads differently from its text (an escape: \" or \\ in
 //     double quotes, a doubled quote in single quotes; a line break, which YAML folds) is read
 //     by Kyverno after the substitution but by mapc before it, inside a variable's JMESPath as
@@ -580,15 +584,22 @@ func parseJSON6902(s string) ([]Op, error) {
 //     the scalar.
 //
 // (A path begins with /, which no other type of scalar does.)
-func textVariables(s string) error {
+func textVariables(s string) (map[int]map[string]bool, error) {
 	var n yaml3.Node
 	if err := yaml3.Unmarshal([]byte(s), &n); err != nil {
-		return nil
+		return nil, nil
 	}
 	lines := strings.Split(s, "\n")
-	var walk func(n *yaml3.Node) error
-	walk = func(n *yaml3.Node) error {
+	var plain map[string]bool
+	var walk func(n *yaml3.Node, at string) error
+	walk = func(n *yaml3.Node, at string) error {
 		if n.Kind == yaml3.ScalarNode && strings.Contains(n.Value, "{{") {
+			raw := "" // the line from the scalar on (yaml's columns count characters)
+			if n.Line >= 1 && n.Line <= len(lines) {
+				if line := []rune(lines[n.Line-1]); n.Column >= 1 && n.Column <= len(line) {
+					raw = string(line[n.Column-1:])
+				}
+			}
 			var q string
 			switch {
 			case n.Style&yaml3.DoubleQuotedStyle != 0:
@@ -597,40 +608,70 @@ func textVariables(s string) error {
 				q = "'"
 			case n.Style&(yaml3.LiteralStyle|yaml3.FoldedStyle) != 0:
 				return fmt.Errorf("%q is a block scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a line break in the value ends the block; not supported: write the value in quotes on one line", n.Value)
+			case strings.HasPrefix(strings.TrimSpace(s), "["):
+				return fmt.Errorf("%q is an unquoted JSON value with a variable: Kyverno substitutes the variable's text into the operations' JSON before it parses it, so its type depends on the value; not supported: quote it, and it is a string", n.Value)
 			default:
-				return fmt.Errorf("%q is an unquoted YAML scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", n.Value)
-			}
-			raw := "" // the line from the scalar on (yaml's columns count characters)
-			if n.Line >= 1 && n.Line <= len(lines) {
-				if line := []rune(lines[n.Line-1]); n.Column >= 1 && n.Column <= len(line) {
-					raw = string(line[n.Column-1:])
+				if strings.TrimRight(raw, " \t\r") != n.Value {
+					return fmt.Errorf("%q is an unquoted YAML scalar with a variable that is not alone on its line (a comment, a continuation): Kyverno substitutes the variable's text into the operations' YAML before it parses it, so what YAML reads of the line depends on the value; not supported: write it on one line, or quote it", n.Value)
 				}
+				if plain == nil {
+					plain = map[string]bool{}
+				}
+				plain[at] = true
+				return nil
 			}
 			if strings.ContainsAny(n.Value, q+"\\\n\r") || !strings.HasPrefix(raw, q+n.Value+q) {
 				return fmt.Errorf("%q is a quoted YAML scalar with a variable and an escape or a line break: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so it reads the escapes (in the variable's JMESPath too) after the substitution, and mapc cannot; not supported: write the scalar on one line without escapes", n.Value)
 			}
 			return nil
 		}
-		for _, c := range n.Content {
-			if err := walk(c); err != nil {
-				return err
+		switch n.Kind {
+		case yaml3.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if err := walk(n.Content[i], at); err != nil {
+					return err
+				}
+				k := n.Content[i].Value
+				if at != "" {
+					k = at + "." + k
+				}
+				if err := walk(n.Content[i+1], k); err != nil {
+					return err
+				}
+			}
+		case yaml3.SequenceNode:
+			for i, c := range n.Content {
+				if err := walk(c, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+					return err
+				}
+			}
+		default:
+			for _, c := range n.Content {
+				if err := walk(c, at); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
 	if len(n.Content) == 0 || n.Content[0].Kind != yaml3.SequenceNode {
-		return nil
+		return nil, nil
 	}
-	for _, op := range n.Content[0].Content {
-		for i := 0; i+1 < len(op.Content); i += 2 {
-			if op.Content[i].Value == "value" {
-				if err := walk(op.Content[i+1]); err != nil {
-					return err
+	out := map[int]map[string]bool{}
+	for i, op := range n.Content[0].Content {
+		plain = nil
+		for j := 0; j+1 < len(op.Content); j += 2 {
+			if op.Content[j].Value == "value" {
+				if err := walk(op.Content[j+1], ""); err != nil {
+					return nil, err
 				}
 			}
 		}
+		if plain != nil {
+			out[i] = plain
+		}
 	}
-	return nil
+	return out, nil
 }
 
 func emptyValue(v any) bool {

@@ -269,7 +269,7 @@ func toString(c *lowering, name string, args []value) (value, error) {
 	v := found(jsonText(a), tStr, false)
 	v.ascii, v.tame = a.t&tStr == 0 || a.ascii, a.tame
 	if a.t&tStr == 0 {
-		v.tame = tameYes // JSON's text of a boolean, an integer or null
+		v.tame = tameWord // JSON's text of a boolean, an integer or null
 	}
 	return v, nil
 }
@@ -335,7 +335,7 @@ func replaceAll(c *lowering, name string, args []value) (value, error) {
 		return stringsOnly(name, cel.Method(dyn(a[0].e), "replace", arg(a[1].e), arg(a[2].e)), a...)
 	})
 	v := found(e, tStr, false)
-	v.tame = min(args[0].tame, args[2].tame) // pieces of the text and the new text
+	v.tame = args[0].tame & args[2].tame // pieces of the text and the new text
 	return v, nil
 }
 
@@ -353,7 +353,7 @@ func replaceN(c *lowering, name string, args []value) (value, error) {
 		return stringsOnly(name, cel.Method(dyn(a[0].e), "replace", arg(a[1].e), arg(a[2].e), cel.Int(int64(n))), a...)
 	})
 	v := found(e, tStr, false)
-	v.tame = min(args[0].tame, args[2].tame)
+	v.tame = args[0].tame & args[2].tame
 	return v, nil
 }
 
@@ -552,7 +552,7 @@ func regexReplaceAll(literal bool) func(c *lowering, name string, args []value) 
 			})
 		})
 		v := found(e, tStr, false)
-		v.tame = min(args[1].tame, tameOf(repl)) // pieces of the text and the replacement
+		v.tame = args[1].tame & tameOf(repl) // pieces of the text and the replacement
 		return v, nil
 	}
 }
@@ -711,7 +711,7 @@ func (c *lowering) optionalPrefixReplace(name, g, pat string, literal bool, args
 		})
 	})
 	v := found(e, tStr, false)
-	v.tame = min(args[1].tame, tameOf(repl)) // pieces of the text and the replacement
+	v.tame = args[1].tame & tameOf(repl) // pieces of the text and the replacement
 	return v, nil
 }
 
@@ -836,10 +836,10 @@ func patternMatch(c *lowering, name string, args []value) (value, error) {
 
 // notNull is not_null: the first argument that is not null.
 func notNull(c *lowering, name string, args []value) (value, error) {
-	t, ascii, tame := tNull, true, tameYes
+	t, ascii, tame := tNull, true, tameWord
 	for _, a := range args {
 		t = t&^tNull | a.t
-		ascii, tame = ascii && a.ascii, min(tame, a.tame)
+		ascii, tame = ascii && a.ascii, tame&a.tame
 		if a.t&tNull == 0 {
 			break
 		}
@@ -1166,31 +1166,47 @@ func lookup(c *lowering, name string, args []value) (value, error) {
 	return value{}, c.refuse("lookup's key must be a string or number literal")
 }
 
-// isASCII: is s all ASCII?
-// tameness is what is known of a string's characters: whether it holds only printable ASCII
-// characters other than ", ' and \, which spliced into a quoted YAML scalar (as Kyverno splices
-// a variable's text into patchesJson6902) are read as themselves.
+// tameness is what is known of a string's characters, as a set of guarantees: whether it holds
+// only printable ASCII characters other than ", ' and \, which spliced into a quoted YAML scalar
+// (as Kyverno splices a variable's text into patchesJson6902) are read as themselves; and whether
+// it holds only printable ASCII characters other than the space, which spliced into a plain
+// (unquoted) scalar after a literal are read as themselves. Each guarantee holds in every object
+// the API server stores (a label's value, a container's name: the request carries the object
+// before validation, see tameCheck), or whatever the request. A string made of two others has
+// the guarantees both have (a & b).
 type tameness uint8
 
 const (
-	tameNo tameness = iota // not known
-	// tameValid: tame in every object the API server stores, which validates the field (a
-	// label's value, a container's name), but not yet when a policy reads it: the request
-	// carries the object before validation (see tameCheck).
-	tameValid
-	tameYes // tame whatever the request
+	tameNo tameness = 0 // nothing known
+
+	tameValid  tameness = 1 << iota // quote-free in every object the API server stores
+	tameAlways                      // quote-free whatever the request
+	wordValid                       // space-free in every object the API server stores
+	wordAlways                      // space-free whatever the request
+
+	tameYes   = tameValid | tameAlways                          // quote-free whatever the request
+	tameShape = tameValid | wordValid                           // a name, a label's value, an image
+	tameWord  = tameValid | tameAlways | wordValid | wordAlways // both whatever the request
 )
 
 // tameOf is s's tameness.
 func tameOf(s string) tameness {
+	t := tameWord
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\'' || s[i] == '\\' {
+		if s[i] < 0x20 || s[i] > 0x7e {
 			return tameNo
 		}
+		if s[i] == '"' || s[i] == '\'' || s[i] == '\\' {
+			t &^= tameYes
+		}
+		if s[i] == ' ' {
+			t &^= wordValid | wordAlways
+		}
 	}
-	return tameYes
+	return t
 }
 
+// isASCII: is s all ASCII?
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {

@@ -239,7 +239,7 @@ func (c *lowering) imageField(cur value, name string) (value, error) {
 		return value{}, c.refuse("an image's entry in Kyverno's images has only %s: it finds no %s and fails the rule", strings.Join(imageFields, ", "), name)
 	}
 	out := c.step(cur, name)
-	out.t, out.st, out.ascii, out.tame = tStr, tStr|tNull, true, tameYes // the grammar's characters
+	out.t, out.st, out.ascii, out.tame = tStr, tStr|tNull, true, tameWord // the grammar's characters
 	switch name {
 	case "registry", "tag", "digest":
 	default:
@@ -302,7 +302,7 @@ func (c *lowering) splicedText(lit any) (v value, ok bool, err error) {
 		return value{}, false, nil
 	}
 	iv := c.inner[k]
-	if iv.virt != real || iv.t != tStr || iv.lossy || iv.tame == tameNo {
+	if iv.virt != real || iv.t != tStr || iv.lossy || iv.tame&tameValid == 0 {
 		return value{}, true, c.refuse("the variable written inside a raw string of its text must be a string whose characters the API server keeps to printable ASCII without quotes and backslashes (an image, a name, a label's value): Kyverno splices its text into the raw string before parsing it")
 	}
 	e := c.bind(iv.e, iv.simple, func(x cel.Expr) cel.Expr {
@@ -335,6 +335,6 @@ func imageNormalize(c *lowering, name string, args []value) (value, error) {
 				cel.Index(cel.Ident(info), cel.Str("reference")))), a...))
 	})
 	v := found(e, tStr, false)
-	v.ascii, v.tame = true, tameYes
+	v.ascii, v.tame = true, tameWord // an image's reference
 	return v, nil
 }

@@ -101,9 +101,53 @@ func TestSubstituteTextTameness(t *testing.T) {
 		{v: "{{ request.object.metadata.labels.app || request.object.metadata.annotations.app }}", refused: true},
 		{v: "{{ request.userInfo.username }}", refused: true},
 	} {
-		_, _, err := SubstituteText(map[string]any{"x": tc.v}, sc, "value")
+		_, _, err := SubstituteText(map[string]any{"x": tc.v}, nil, sc, "value")
 		if (err != nil) != tc.refused {
 			t.Errorf("%s: %v, want refused %v", tc.v, err, tc.refused)
+		}
+	}
+}
+
+// TestSubstituteTextPlain: an unquoted JSON patch value splices in strings known to hold no
+// space (literals, names, label values, images.*, request.operation, and what functions make of
+// them) after a literal that makes the scalar a string, and refuses others; checks on run-time
+// values where the API server's validation keeps them so, and on a colon at the end (checked
+// with the characters too).
+func TestSubstituteTextPlain(t *testing.T) {
+	sc := Scope{Object: ObjectShape(Kind{Version: "v1", Kind: "Pod"}), Features: cel.Features{TwoVar: true}}
+	for _, tc := range []struct {
+		v           string
+		refused     bool
+		word, colon bool // a run-time check of the variable's characters, of a colon at the end
+	}{
+		{v: "registry.io/{{ images.containers.app.path }}:{{ images.containers.app.tag }}", colon: true},
+		{v: "registry.io/{{ images.containers.app.path }}:latest"},
+		{v: "x-{{ request.operation }}", colon: true},
+		{v: "prefix-{{ request.object.metadata.name }}", word: true, colon: true},
+		{v: "prefix-{{ replace_all(request.object.metadata.labels.app || 'none', '.', '-') }}-x", word: true, colon: true},
+		{v: "r/{{ request.object.spec.containers[0].image }}", word: true, colon: true},
+		{v: "a/{{ request.object.metadata.labels.app || 'n o' }}", refused: true},
+		{v: "a/{{ request.object.metadata.annotations.owner }}", refused: true},
+		{v: "{{ request.operation }}-x", refused: true},
+		{v: "1{{ request.operation }}", refused: true},
+		{v: "tr{{ request.operation }}", refused: true},
+		{v: "-{{ request.operation }}", refused: true},
+		{v: "a b/{{ request.operation }}", refused: true},
+		{v: "a/{{ request.operation }} x", refused: true},
+	} {
+		out, _, err := SubstituteText(map[string]any{"x": tc.v}, map[string]bool{"x": true}, sc, "value")
+		if (err != nil) != tc.refused {
+			t.Errorf("%s: %v, want refused %v", tc.v, err, tc.refused)
+		}
+		if err != nil {
+			continue
+		}
+		text := cel.String(out.(map[string]any)["x"].(expr).e)
+		if got := strings.Contains(text, `contains(" #")`); got != tc.word {
+			t.Errorf("%s: %s: checks the characters %v, want %v", tc.v, text, got, tc.word)
+		}
+		if got := strings.Contains(text, `endsWith(":")`); got != tc.colon {
+			t.Errorf("%s: %s: checks a colon at the end %v, want %v", tc.v, text, got, tc.colon)
 		}
 	}
 }

@@ -311,7 +311,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// l when it is true (so never null), else r.
 		out := found(e, l.t&^tNull|r.t, false)
-		out.ascii, out.tame, out.lossy = l.ascii && r.ascii, min(l.tame, r.tame), l.lossy || r.lossy
+		out.ascii, out.tame, out.lossy = l.ascii && r.ascii, l.tame&r.tame, l.lossy || r.lossy
 		if hasNoParts(r) {
 			out.sh, out.items = l.sh, l.items // what is known of l's fields and items holds
 		}
@@ -330,7 +330,7 @@ func (c *lowering) lower(n jmespath.ASTNode, cur value) (value, error) {
 		}
 		// r when l is true, else l (so never a number).
 		lf := l.t &^ (tInt | tDouble)
-		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii, tame: min(l.tame, r.tame), lossy: l.lossy || r.lossy}
+		out := value{t: lf | r.t, st: lf | r.st, missing: r.missing, softErr: r.softErr, ascii: l.ascii && r.ascii, tame: l.tame & r.tame, lossy: l.lossy || r.lossy}
 		and := func(r cel.Expr) cel.Expr {
 			if t, ok := literalTruth(l); ok {
 				if t {
@@ -595,7 +595,7 @@ func (c *lowering) field(cur value, name string) (value, error) {
 			return v, nil
 		case "operation":
 			v := found(cel.Field(request, name), tStr, true)
-			v.ascii, v.tame = true, tameYes
+			v.ascii, v.tame = true, tameWord
 			return v, nil
 		case "namespace", "name":
 			// Kyverno's context omits them when empty (a cluster-scoped object; a name yet to be
@@ -648,7 +648,7 @@ func (c *lowering) field(cur value, name string) (value, error) {
 		case "group", "version", "kind":
 			// The API server's names of its kinds: ASCII.
 			v := found(cel.Field(cur.e, name), tStr, true)
-			v.ascii, v.tame = true, tameYes
+			v.ascii, v.tame = true, tameWord
 			return v, nil
 		}
 		return value{}, c.refuse("request.kind.%s is not supported", name)
@@ -766,7 +766,7 @@ func (c *lowering) namespaceField(at virtual, name string) (value, error) {
 	switch name {
 	case "name":
 		v := found(cel.Field(meta, name), tStr, true)
-		v.ascii, v.tame = true, tameYes // a DNS label
+		v.ascii, v.tame = true, tameWord // a DNS label
 		return v, nil
 	case "labels", "annotations":
 		// Absent from an object without any: Kyverno's JMESPath finds no value there. The

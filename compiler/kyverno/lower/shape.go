@@ -67,15 +67,15 @@ func (s Shape) tame() tameness {
 	}
 	switch t := s.trail; {
 	case t == [3]string{"", "metadata", "namespace"}, t == [3]string{"", "metadata", "name"} && s.dnsNamed:
-		return tameValid
+		return tameShape
 	case t[0] == "metadata" && t[1] == "labels":
-		return tameValid
+		return tameShape
 	case dnsLabelNamed[t[0]] && t[1] == "[]" && t[2] == "name":
-		return tameValid
+		return tameShape
 	case (t[0] == "containers" || t[0] == "initContainers" || t[0] == "ephemeralContainers") && t[1] == "[]" && t[2] == "image":
 		// Not validated, but an image reference's grammar has none of the other characters:
 		// no registry serves an image named with them.
-		return tameValid
+		return tameShape
 	}
 	return tameNo
 }

@@ -68,23 +68,27 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 // SubstituteText is Substitute for the value of a patchesJson6902 operation. Kyverno substitutes
 // the variables in the operations' YAML text before it parses it (the field is a string), each
 // as its text: a string as it is, anything else as its JSON. Every variable of an operation is in
-// a quoted scalar (the reader refuses the others), which stays a string: "{{x}}" is x's text,
-// where Substitute gives x's value. A string variable must be tame (see tameness), else YAML
-// would read its text as something else.
-func SubstituteText(v any, sc Scope, field string) (any, []cel.Expr, error) {
-	out, all, _, err := substituteWith(v, sc, field, false, true)
+// a quoted scalar, which stays a string: "{{x}}" is x's text, where Substitute gives x's value; or
+// in a plain (unquoted) scalar on one line after a literal that makes it a string whatever
+// follows (registry.io/{{x}}), at the places of v plain names (the reader refuses the others:
+// see kyverno.Op). A string variable must be tame (see tameness), else YAML would read its text
+// as something else.
+func SubstituteText(v any, plain map[string]bool, sc Scope, field string) (any, []cel.Expr, error) {
+	out, all, _, err := substituteWith(v, sc, field, false, true, plain)
 	return out, all, err
 }
 
 // substitute is Substitute; with null, a variable can be null. lossy says whether a variable's
 // value is lossy (see value.lossy).
 func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Expr, lossy bool, err error) {
-	return substituteWith(v, sc, field, null, false)
+	return substituteWith(v, sc, field, null, false, nil)
 }
 
-// substituteWith is substitute; with quoted, a string that is one variable is its text (see
-// SubstituteText).
-func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, all []cel.Expr, lossy bool, err error) {
+// substituteWith is substitute; with quoted, a string that is one variable is its text, and
+// the strings at the places plain names (relative to field: "", "key", "key[0]") are plain
+// scalars (see SubstituteText).
+func substituteWith(v any, sc Scope, field string, null, quoted bool, plain map[string]bool) (out any, all []cel.Expr, lossy bool, err error) {
+	top := field
 	var walk func(v any, field string) (any, error)
 	walk = func(v any, field string) (any, error) {
 		switch x := v.(type) {
@@ -103,7 +107,14 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, 
 			if err != nil {
 				return nil, errorf(field, "%v", err)
 			}
+			isPlain := quoted && plain[strings.TrimPrefix(strings.TrimPrefix(field, top), ".")]
+			if isPlain {
+				if err := plainLiterals(x, vs); err != nil {
+					return nil, errorf(field, "%v", err)
+				}
+			}
 			var parts []cel.Expr
+			checkWords := false // a variable's value has no space in valid objects only
 			at := 0
 			for _, sv := range vs {
 				l := sv.loc
@@ -139,12 +150,22 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, 
 				if err != nil {
 					return nil, errorf(field, "the variable %s: %v", x[l[0]:l[1]], err)
 				}
-				if quoted && v.t&tStr != 0 {
-					switch v.tame {
-					case tameNo:
-						return nil, errorf(field, "the variable %s can hold characters that change how YAML reads the quoted scalar it is in (a quote, a backslash, a line break, a control character, a letter outside ASCII): Kyverno substitutes the variable's text into the operations' YAML before it parses it, so such a value makes the YAML fail or say something else, which mapc cannot reproduce; not supported: write the patch as patchStrategicMerge, where Kyverno substitutes values, not text, or read a value that cannot hold them (images.*, a label's value, a container's name, request.operation, a literal)", x[l[0]:l[1]])
-					case tameValid:
+				switch {
+				case isPlain && v.t&tStr != 0:
+					switch {
+					case v.tame&wordAlways != 0:
+					case v.tame&wordValid != 0:
+						checkWords = true
+					default:
+						return nil, errorf(field, "the variable %s can hold a space or characters that are not printable ASCII, which change how YAML reads the unquoted scalar it is in (a space before # starts a comment, one after : a mapping, one at the end is dropped): Kyverno substitutes the variable's text into the operations' YAML before it parses it, which mapc cannot reproduce; not supported: write the patch as patchStrategicMerge, where Kyverno substitutes values, not text, or read a value that cannot hold them (images.*, a label's value, a container's name, request.operation, a literal without spaces)", x[l[0]:l[1]])
+					}
+				case quoted && v.t&tStr != 0:
+					switch {
+					case v.tame&tameAlways != 0:
+					case v.tame&tameValid != 0:
 						text = tameCheck(text)
+					default:
+						return nil, errorf(field, "the variable %s can hold characters that change how YAML reads the quoted scalar it is in (a quote, a backslash, a line break, a control character, a letter outside ASCII): Kyverno substitutes the variable's text into the operations' YAML before it parses it, so such a value makes the YAML fail or say something else, which mapc cannot reproduce; not supported: write the patch as patchStrategicMerge, where Kyverno substitutes values, not text, or read a value that cannot hold them (images.*, a label's value, a container's name, request.operation, a literal)", x[l[0]:l[1]])
 					}
 				}
 				parts = append(parts, text)
@@ -156,6 +177,9 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, 
 			out := parts[0]
 			for _, p := range parts[1:] {
 				out = cel.Bin("+", out, p)
+			}
+			if isPlain && (checkWords || at == len(x)) {
+				out = plainCheck(out, checkWords)
 			}
 			return expr{e: out, t: tStr}, nil
 		case map[string]any:
@@ -346,6 +370,64 @@ func tameCheck(text cel.Expr) cel.Expr {
 	return c.bind(text, false, func(x cel.Expr) cel.Expr {
 		return cel.Cond(cel.Method(x, "matches", cel.Str(`^[ -!#-&(-\[\]-~]*$`)), x,
 			fail("a quote, a backslash or a character that is not printable ASCII spliced into the YAML of the operations: Kyverno fails the rule"))
+	})
+}
+
+// plainWords are the plain scalars YAML 1.1 (Kyverno's sigs.k8s.io/yaml) reads as a boolean or
+// null rather than as a string.
+var plainWords = strings.Fields("y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL")
+
+// plainLiterals checks the literal text of x, a plain scalar with the variables vs: after the
+// substitution, YAML must read the scalar as a string, and as the text itself. The scalar must
+// begin with a literal whose first character no number, timestamp or null begins with (a
+// letter, /, _, …), and that no boolean or null word begins with; and the literal text holds
+// no space (with the variables' values, which hold none either, no comment, mapping or
+// trailing space can appear; see plainCheck).
+func plainLiterals(x string, vs []spliced) error {
+	lead := x[:vs[0].loc[0]]
+	if lead == "" || strings.ContainsRune("+-.0123456789~<", rune(lead[0])) || slices.ContainsFunc(plainWords, func(w string) bool { return strings.HasPrefix(w, lead) }) {
+		return fmt.Errorf("%q is an unquoted YAML scalar with a variable that does not begin with a literal making it a string: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", x)
+	}
+	at := 0
+	for _, v := range vs {
+		if !wordText(x[at:v.loc[0]]) {
+			return fmt.Errorf("%q is an unquoted YAML scalar with a variable and a space or a character that is not printable ASCII outside its variables: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a space changes how YAML reads the rest (a comment, a mapping, a trailing space dropped); not supported: quote it", x)
+		}
+		at = v.loc[1]
+	}
+	if !wordText(x[at:]) {
+		return fmt.Errorf("%q is an unquoted YAML scalar with a variable and a space or a character that is not printable ASCII outside its variables: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a space changes how YAML reads the rest (a comment, a mapping, a trailing space dropped); not supported: quote it", x)
+	}
+	return nil
+}
+
+// wordText: does s hold only printable ASCII characters other than the space?
+func wordText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainCheck is text, a plain scalar after the substitution, checked where YAML could read it
+// otherwise: a scalar that ends with a colon is a mapping without a key to Kyverno's YAML, which
+// fails the rule; so does the policy. With words, a variable's value holds no space only in the
+// objects the API server stores (a label's value, a name; an image any registry serves), and
+// the request can carry another: the policy also fails where a character is not printable
+// ASCII, or a space begins a comment (" #"), ends a key (": ") or ends the scalar, which
+// Kyverno's YAML then reads as something else or not at all.
+func plainCheck(text cel.Expr, words bool) cel.Expr {
+	c := &lowering{}
+	return c.bind(text, false, func(x cel.Expr) cel.Expr {
+		bad := cel.Method(x, "endsWith", cel.Str(":"))
+		msg := "an unquoted YAML scalar of the operations ends with a colon after the substitution: Kyverno's YAML does not parse it and fails the rule"
+		if words {
+			bad = cel.Or(cel.Not(cel.Method(x, "matches", cel.Str(`^[ -~]*$`))), cel.Method(x, "contains", cel.Str(" #")), cel.Method(x, "contains", cel.Str(": ")), cel.Method(x, "endsWith", cel.Str(" ")), bad)
+			msg = "a character that is not printable ASCII, a space before # or after :, or a space or a colon at the end, in an unquoted YAML scalar of the operations after the substitution: Kyverno's YAML does not read it as the value"
+		}
+		return cel.Cond(bad, fail(msg), x)
 	})
 }
 

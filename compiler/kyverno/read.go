@@ -534,7 +534,7 @@ func parseJSON6902(s string) ([]Op, error) {
 		}
 		return nil, fmt.Errorf("not a list of JSON patch operations: %v", err)
 	}
-	plain, err := textVariables(s)
+	plain, err := textVariables(s, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -571,28 +571,27 @@ func parseJSON6902(s string) ([]Op, error) {
 }
 
 // textVariables checks the scalars of the operations' values that hold variables, in the YAML
-// text s, and returns, per operation, the places of the plain ones (see Op.Plain). Kyverno
-// substitutes each variable's text into s before it parses it, so:
+// text s, whose operations ops are as parsed, and returns, per operation, the places of the plain
+// ones (see Op.Plain). Kyverno substitutes each variable's text into s before it parses it, so:
 //   - a plain (unquoted) scalar's type (string, number, boolean, null) depends on the value:
 //     allowed on one line (no comment, no continuation), in YAML (not JSON) text, where the
 //     lowering finds a literal that makes it a string and values that keep it one;
-//   - in a quoted scalar, what YAML reads differently from its text (an escape: \" or \\ in
-//     double quotes, a doubled quote in single quotes; a line break, which YAML folds) is read
-//     by Kyverno after the substitution but by mapc before it, inside a variable's JMESPath as
-//     well: refused. A scalar written as its text between quotes is the text around its
-//     variables, which the lowering splices in, refusing values that can change how YAML reads
-//     the scalar.
+//   - in a quoted scalar, Kyverno reads the variables' JMESPath as written, escapes and doubled
+//     quotes included, and YAML reads the escapes of the rest after the substitution: such a
+//     scalar is replaced in ops by the text mapc substitutes (see quotedText), on one line
+//     only (YAML folds a line break). The lowering splices the variables' values into the
+//     rest, refusing values that can change how YAML reads the scalar.
 //
 // (A path begins with /, which no other type of scalar does.)
-func textVariables(s string) (map[int]map[string]bool, error) {
+func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, error) {
 	var n yaml3.Node
 	if err := yaml3.Unmarshal([]byte(s), &n); err != nil {
 		return nil, nil
 	}
 	lines := strings.Split(s, "\n")
 	var plain map[string]bool
-	var walk func(n *yaml3.Node, at string) error
-	walk = func(n *yaml3.Node, at string) error {
+	var walk func(n *yaml3.Node, v any, at string, set func(any)) error
+	walk = func(n *yaml3.Node, v any, at string, set func(any)) error {
 		if n.Kind == yaml3.ScalarNode && strings.Contains(n.Value, "{{") {
 			raw := "" // the line from the scalar on (yaml's columns count characters)
 			if n.Line >= 1 && n.Line <= len(lines) {
@@ -600,12 +599,12 @@ func textVariables(s string) (map[int]map[string]bool, error) {
 					raw = string(line[n.Column-1:])
 				}
 			}
-			var q string
+			var q byte
 			switch {
 			case n.Style&yaml3.DoubleQuotedStyle != 0:
-				q = `"`
+				q = '"'
 			case n.Style&yaml3.SingleQuotedStyle != 0:
-				q = "'"
+				q = '\''
 			case n.Style&(yaml3.LiteralStyle|yaml3.FoldedStyle) != 0:
 				return fmt.Errorf("%q is a block scalar with a variable: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a line break in the value ends the block; not supported: write the value in quotes on one line", n.Value)
 			case strings.HasPrefix(strings.TrimSpace(s), "["):
@@ -620,34 +619,51 @@ func textVariables(s string) (map[int]map[string]bool, error) {
 				plain[at] = true
 				return nil
 			}
-			if strings.ContainsAny(n.Value, q+"\\\n\r") || !strings.HasPrefix(raw, q+n.Value+q) {
-				return fmt.Errorf("%q is a quoted YAML scalar with a variable and an escape or a line break: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so it reads the escapes (in the variable's JMESPath too) after the substitution, and mapc cannot; not supported: write the scalar on one line without escapes", n.Value)
+			text, err := quotedText(raw, q)
+			if err != nil {
+				return fmt.Errorf("%q: %v", n.Value, err)
 			}
+			set(text)
 			return nil
 		}
 		switch n.Kind {
 		case yaml3.MappingNode:
+			m, _ := v.(map[string]any)
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				if err := walk(n.Content[i], at); err != nil {
+				if err := walk(n.Content[i], nil, at, func(any) {}); err != nil {
 					return err
 				}
 				k := n.Content[i].Value
+				path := k
 				if at != "" {
-					k = at + "." + k
+					path = at + "." + k
 				}
-				if err := walk(n.Content[i+1], k); err != nil {
+				if err := walk(n.Content[i+1], m[k], path, func(x any) {
+					if m != nil {
+						m[k] = x
+					}
+				}); err != nil {
 					return err
 				}
 			}
 		case yaml3.SequenceNode:
+			l, _ := v.([]any)
 			for i, c := range n.Content {
-				if err := walk(c, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				var item any
+				if i < len(l) {
+					item = l[i]
+				}
+				if err := walk(c, item, fmt.Sprintf("%s[%d]", at, i), func(x any) {
+					if i < len(l) {
+						l[i] = x
+					}
+				}); err != nil {
 					return err
 				}
 			}
 		default:
 			for _, c := range n.Content {
-				if err := walk(c, at); err != nil {
+				if err := walk(c, v, at, set); err != nil {
 					return err
 				}
 			}
@@ -661,8 +677,9 @@ func textVariables(s string) (map[int]map[string]bool, error) {
 	for i, op := range n.Content[0].Content {
 		plain = nil
 		for j := 0; j+1 < len(op.Content); j += 2 {
-			if op.Content[j].Value == "value" {
-				if err := walk(op.Content[j+1], ""); err != nil {
+			if op.Content[j].Value == "value" && i < len(ops) {
+				m := ops[i]
+				if err := walk(op.Content[j+1], m["value"], "", func(x any) { m["value"] = x }); err != nil {
 					return nil, err
 				}
 			}
@@ -672,6 +689,102 @@ func textVariables(s string) (map[int]map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// quotedText is the text Kyverno's substitution gives the quoted YAML scalar (quote q) that
+// raw begins, a line from the opening quote on: Kyverno substitutes each variable's text into
+// the YAML, so it reads the variable's JMESPath as written (its escapes and doubled quotes
+// included), and YAML reads the escapes of the rest after the substitution. The text is the
+// rest as YAML reads it around the variables as written, which mapc substitutes then. The
+// scalar must end on the line, and no escape may reach into a variable.
+func quotedText(raw string, q byte) (string, error) {
+	end := -1
+	for i := 1; i < len(raw) && end < 0; i++ {
+		switch {
+		case q == '"' && raw[i] == '\\':
+			i++
+		case raw[i] == q && q == '\'' && i+1 < len(raw) && raw[i+1] == '\'':
+			i++
+		case raw[i] == q:
+			end = i
+		}
+	}
+	if len(raw) == 0 || raw[0] != q || end < 0 {
+		return "", fmt.Errorf("a quoted YAML scalar with a variable on several lines: Kyverno substitutes the variable's text into the operations' YAML before it parses it, and YAML folds the line breaks after; not supported: write the scalar on one line")
+	}
+	inner := raw[1:end]
+	var b strings.Builder
+	literal := func(part string) error {
+		var text string
+		if q == '\'' {
+			text = strings.ReplaceAll(part, "''", "'")
+		} else {
+			if n := len(part) - len(strings.TrimRight(part, "\\")); n%2 == 1 {
+				return fmt.Errorf("a backslash before a variable in a double-quoted YAML scalar: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the escape takes the value's first character; not supported")
+			}
+			if err := yaml3.Unmarshal([]byte(`"`+part+`"`), &text); err != nil {
+				return fmt.Errorf("an escape YAML does not read: %v", err)
+			}
+		}
+		if strings.Contains(text, "{{") {
+			return fmt.Errorf("an escape that makes {{ outside the variables: Kyverno reads it after the substitution, so it is text there, where mapc would read a variable; not supported")
+		}
+		b.WriteString(text)
+		return nil
+	}
+	at := 0
+	for _, l := range variableSpans(inner) {
+		if err := literal(inner[at:l[0]]); err != nil {
+			return "", err
+		}
+		b.WriteString(inner[l[0]:l[1]])
+		at = l[1]
+	}
+	if err := literal(inner[at:]); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// VariableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).
+var VariableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
+
+// variableSpans are where the variables of x are, a variable written inside another one's text
+// ('{{element.image}}' in a function's arguments) counted in the outer one: Kyverno substitutes
+// the variables VariableRe finds, then looks for variables again in the text that makes.
+func variableSpans(x string) [][]int {
+	locs := VariableRe.FindAllStringIndex(x, -1)
+	// marked is x with each variable found first as one \x00 byte; orig maps its bytes back.
+	var marked strings.Builder
+	var orig []int
+	at := 0
+	for _, l := range locs {
+		for i := at; i < l[0]; i++ {
+			marked.WriteByte(x[i])
+			orig = append(orig, i)
+		}
+		marked.WriteByte(0)
+		orig = append(orig, l[0])
+		at = l[1]
+	}
+	for i := at; i < len(x); i++ {
+		marked.WriteByte(x[i])
+		orig = append(orig, i)
+	}
+	var out [][]int
+	k := 0 // the next variable found first
+	m := marked.String()
+	for _, o := range VariableRe.FindAllStringIndex(m, -1) {
+		for ; k < len(locs) && locs[k][0] < orig[o[0]]; k++ {
+			out = append(out, locs[k])
+		}
+		start, end := orig[o[0]], orig[o[1]-1]+1 // an outer variable ends with }}, no mark
+		for k < len(locs) && locs[k][0] < end {
+			k++ // inside it
+		}
+		out = append(out, []int{start, end})
+	}
+	return append(out, locs[k:]...)
 }
 
 func emptyValue(v any) bool {

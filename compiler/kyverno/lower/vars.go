@@ -3,7 +3,6 @@ package lower
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	jmespath "github.com/kyverno/go-jmespath"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 )
 
 // Scope is what a rule's variables can name besides the request: the elements of the foreach
@@ -41,8 +41,8 @@ type Scope struct {
 	orderFree bool
 }
 
-// variableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).
-var variableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
+// variableRe finds Kyverno's {{ }} variables.
+var variableRe = kyverno.VariableRe
 
 // expr is a value computed when the rule runs: a variable, or a string with variables in it.
 type expr struct {

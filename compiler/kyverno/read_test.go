@@ -1,0 +1,57 @@
+package kyverno
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestQuotedText: the text Kyverno's substitution reads of a quoted patchesJson6902 scalar: the
+// variables as written (escapes and doubled quotes in their JMESPath kept, a variable inside
+// another one's text part of it), the rest as YAML reads it; scalars on several lines, and
+// escapes that reach into a variable or make {{, refused.
+func TestQuotedText(t *testing.T) {
+	for _, tc := range []struct {
+		raw, want, err string
+	}{
+		{raw: `"a-{{ x }}" # comment`, want: `a-{{ x }}`},
+		{raw: `"\x41{{ re('a\\.b', '{{element.image}}') }}\t"`, want: "A{{ re('a\\\\.b', '{{element.image}}') }}\t"},
+		{raw: `'it''s {{ x || ''y'' }}'`, want: `it's {{ x || ''y'' }}`},
+		{raw: `"{{ x || \"y\" }}"`, want: `{{ x || \"y\" }}`},
+		{raw: `"a-{{ x }}`, err: "several lines"},
+		{raw: `"a\{{ x }}"`, err: "a backslash before a variable"},
+		{raw: `"\x7b{ x }}"`, err: "makes {{"},
+		{raw: `"\q{{ x }}"`, err: "an escape YAML does not read"},
+	} {
+		got, err := quotedText(tc.raw, tc.raw[0])
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %q, %v; want error %q", tc.raw, got, err, tc.err)
+			}
+		case err != nil || got != tc.want:
+			t.Errorf("%s: %q, %v; want %q", tc.raw, got, err, tc.want)
+		}
+	}
+}
+
+// TestVariableSpans: a variable inside another one's text is part of the outer one.
+func TestVariableSpans(t *testing.T) {
+	for _, tc := range []struct {
+		x    string
+		want []string
+	}{
+		{"a{{ x }}b{{ y }}", []string{"{{ x }}", "{{ y }}"}},
+		{"{{ f('{{element.image}}') }}-{{ z }}", []string{"{{ f('{{element.image}}') }}", "{{ z }}"}},
+		{"{{ i }}{{ images.c.\"{{element.name}}\".tag }}", []string{"{{ i }}", "{{ images.c.\"{{element.name}}\".tag }}"}},
+		{"none", nil},
+	} {
+		var got []string
+		for _, l := range variableSpans(tc.x) {
+			got = append(got, tc.x[l[0]:l[1]])
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.x, got, tc.want)
+		}
+	}
+}

@@ -619,7 +619,7 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 				plain[at] = true
 				return nil
 			}
-			text, err := quotedText(raw, q)
+			text, err := quotedText(raw, q, strings.HasPrefix(strings.TrimSpace(s), "["))
 			if err != nil {
 				return fmt.Errorf("%q: %v", n.Value, err)
 			}
@@ -696,8 +696,10 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 // the YAML, so it reads the variable's JMESPath as written (its escapes and doubled quotes
 // included), and YAML reads the escapes of the rest after the substitution. The text is the
 // rest as YAML reads it around the variables as written, which mapc substitutes then. The
-// scalar must end on the line, and no escape may reach into a variable.
-func quotedText(raw string, q byte) (string, error) {
+// scalar must end on the line, and no escape may reach into a variable. In JSON text (Kyverno
+// reads the operations as JSON where they begin with [), whose escapes differ from YAML's, the
+// rest holds no escape.
+func quotedText(raw string, q byte, json bool) (string, error) {
 	end := -1
 	for i := 1; i < len(raw) && end < 0; i++ {
 		switch {
@@ -719,6 +721,9 @@ func quotedText(raw string, q byte) (string, error) {
 		if q == '\'' {
 			text = strings.ReplaceAll(part, "''", "'")
 		} else {
+			if json && strings.Contains(part, "\\") {
+				return fmt.Errorf("an escape outside the variables of a JSON string: Kyverno reads the operations as JSON, whose escapes differ from YAML's; not supported: write the character itself, or the operations as YAML")
+			}
 			if n := len(part) - len(strings.TrimRight(part, "\\")); n%2 == 1 {
 				return fmt.Errorf("a backslash before a variable in a double-quoted YAML scalar: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the escape takes the value's first character; not supported")
 			}

@@ -13,6 +13,7 @@ import (
 func TestQuotedText(t *testing.T) {
 	for _, tc := range []struct {
 		raw, want, err string
+		json           bool
 	}{
 		{raw: `"a-{{ x }}" # comment`, want: `a-{{ x }}`},
 		{raw: `"\x41{{ re('a\\.b', '{{element.image}}') }}\t"`, want: "A{{ re('a\\\\.b', '{{element.image}}') }}\t"},
@@ -22,8 +23,10 @@ func TestQuotedText(t *testing.T) {
 		{raw: `"a\{{ x }}"`, err: "a backslash before a variable"},
 		{raw: `"\x7b{ x }}"`, err: "makes {{"},
 		{raw: `"\q{{ x }}"`, err: "an escape YAML does not read"},
+		{raw: `"a-{{ x || \"y\" }}"}]`, want: `a-{{ x || \"y\" }}`, json: true},
+		{raw: `"\u0041-{{ x }}"}]`, err: "a JSON string", json: true},
 	} {
-		got, err := quotedText(tc.raw, tc.raw[0])
+		got, err := quotedText(tc.raw, tc.raw[0], tc.json)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

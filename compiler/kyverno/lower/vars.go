@@ -388,14 +388,12 @@ func plainLiterals(x string, vs []spliced) error {
 	if lead == "" || strings.ContainsRune("+-.0123456789~<", rune(lead[0])) || slices.ContainsFunc(plainWords, func(w string) bool { return strings.HasPrefix(w, lead) }) {
 		return fmt.Errorf("%q is an unquoted YAML scalar with a variable that does not begin with a literal making it a string: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the scalar's type (string, number, boolean, null) depends on the value; not supported: quote it, and it is a string", x)
 	}
-	at := 0
-	for _, v := range vs {
-		if !wordText(x[at:v.loc[0]]) {
-			return fmt.Errorf("%q is an unquoted YAML scalar with a variable and a space or a character that is not printable ASCII outside its variables: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a space changes how YAML reads the rest (a comment, a mapping, a trailing space dropped); not supported: quote it", x)
-		}
-		at = v.loc[1]
+	literals := []string{lead}
+	for i, v := range vs[1:] {
+		literals = append(literals, x[vs[i].loc[1]:v.loc[0]])
 	}
-	if !wordText(x[at:]) {
+	literals = append(literals, x[vs[len(vs)-1].loc[1]:])
+	if slices.ContainsFunc(literals, func(l string) bool { return !wordText(l) }) {
 		return fmt.Errorf("%q is an unquoted YAML scalar with a variable and a space or a character that is not printable ASCII outside its variables: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a space changes how YAML reads the rest (a comment, a mapping, a trailing space dropped); not supported: quote it", x)
 	}
 	return nil

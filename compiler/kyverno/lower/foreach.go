@@ -136,7 +136,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 				return loweredLoop{}, errorf(field+".list", "%q: [] is supported where the schema makes the path a list of objects below objects, and it does not here: Kyverno's flatten splices items that are lists and gives null on anything but a list; write the list without [] (where it is missing, the rule then fails)", fe.List)
 			}
 		}
-		lp.list = cel.Method(opt, "orValue", cel.List())
+		lp.list = cel.Method(opt, "orValue", cel.Call("dyn", cel.List())) // dyn: the items of [] are of no type CEL can infer
 	} else {
 		for _, s := range lp.path {
 			lp.list = cel.Index(lp.list, cel.Str(s))

@@ -43,20 +43,21 @@ define fuzz-each
 	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzVariable$$' -fuzztime $(word 5,$(1))
 	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzVariableSemantics$$' -fuzztime $(word 6,$(1))
 	$(GO) test ./compiler/kyverno/lower/ -run '^$$' -fuzz '^FuzzStrategicMerge$$' -fuzztime $(word 7,$(1))
+	$(GO) test ./compiler/kyverno/ -run '^$$' -fuzz '^FuzzQuotedText$$' -fuzztime $(word 8,$(1))
 endef
 
 # Go fuzz targets, each for FUZZTIME; then fuzz-diff: MAPC_DIFF_N (default 100000) generated
 # differential cases from seed MAPC_DIFF_SEED (verify/differential_test.go; about an hour on 2 cores).
 FUZZTIME ?= 60s
 fuzz:
-	$(call fuzz-each,$(foreach t,1 2 3 4 5 6 7,$(FUZZTIME)))
+	$(call fuzz-each,$(foreach t,1 2 3 4 5 6 7 8,$(FUZZTIME)))
 	MAPC_DIFF_N=$${MAPC_DIFF_N:-100000} MAPC_DIFF_SEED=$${MAPC_DIFF_SEED:-1000001} $(GO) test ./verify/ -count=1 -timeout 0 -run '^TestDifferential$$' -v
 
 # Each Go fuzz target briefly (make test runs this too): a count of inputs per target, about 5 s
 # each on 2 cores. A count, not a duration: with a duration Go's fuzzing coordinator can fail a
 # run that found nothing, with "context deadline exceeded", when a worker is still running an
 # input as the time ends (a race in Go's fuzzing engine), which a loaded CI machine makes likely.
-FUZZ_SHORT = 8000x 5000x 1000x 60x 6000x 6000x 8000x
+FUZZ_SHORT = 8000x 5000x 1000x 60x 6000x 6000x 8000x 20000x
 fuzz-short:
 	$(call fuzz-each,$(FUZZ_SHORT))
 

@@ -717,19 +717,17 @@ func quotedText(raw string, q byte, json bool) (string, error) {
 	inner := raw[1:end]
 	var b strings.Builder
 	literal := func(part string) error {
-		var text string
-		if q == '\'' {
-			text = strings.ReplaceAll(part, "''", "'")
-		} else {
+		if q == '"' {
 			if json && strings.Contains(part, "\\") {
 				return fmt.Errorf("an escape outside the variables of a JSON string: Kyverno reads the operations as JSON, whose escapes differ from YAML's; not supported: write the character itself, or the operations as YAML")
 			}
 			if n := len(part) - len(strings.TrimRight(part, "\\")); n%2 == 1 {
 				return fmt.Errorf("a backslash before a variable in a double-quoted YAML scalar: Kyverno substitutes the variable's text into the operations' YAML before it parses it, so the escape takes the value's first character; not supported")
 			}
-			if err := yaml3.Unmarshal([]byte(`"`+part+`"`), &text); err != nil {
-				return fmt.Errorf("an escape YAML does not read: %v", err)
-			}
+		}
+		var text string
+		if err := yaml3.Unmarshal([]byte(string(q)+part+string(q)), &text); err != nil {
+			return fmt.Errorf("text YAML does not read (%v): Kyverno's YAML fails there", err)
 		}
 		if strings.Contains(text, "{{") {
 			return fmt.Errorf("an escape that makes {{ outside the variables: Kyverno reads it after the substitution, so it is text there, where mapc would read a variable; not supported")

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	yaml3 "go.yaml.in/yaml/v3"
 )
 
 // TestQuotedText: the text Kyverno's substitution reads of a quoted patchesJson6902 scalar: the
@@ -22,7 +25,7 @@ func TestQuotedText(t *testing.T) {
 		{raw: `"a-{{ x }}`, err: "several lines"},
 		{raw: `"a\{{ x }}"`, err: "a backslash before a variable"},
 		{raw: `"\x7b{ x }}"`, err: "makes {{"},
-		{raw: `"\q{{ x }}"`, err: "an escape YAML does not read"},
+		{raw: `"\q{{ x }}"`, err: "text YAML does not read"},
 		{raw: `"a-{{ x || \"y\" }}"}]`, want: `a-{{ x || \"y\" }}`, json: true},
 		{raw: `"\u0041-{{ x }}"}]`, err: "a JSON string", json: true},
 	} {
@@ -57,4 +60,47 @@ func TestVariableSpans(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.x, got, tc.want)
 		}
 	}
+}
+
+// FuzzQuotedText: without variables, the text of a quoted scalar is what YAML reads of it;
+// with them, each variable is as written, and the text around it what YAML reads of that part.
+func FuzzQuotedText(f *testing.F) {
+	for _, s := range []string{`a-{{ x }}`, `\x41{{ re('a\\.b', '{{element.image}}') }}\t`, `it''s`, `\u00e9{{x}}\"`, `{{ a }}{{ b }}`, `a\\`, `{{`, `}}{{x`} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, inner string, double bool) {
+		if !utf8.ValidString(inner) || strings.ContainsAny(inner, "\r\n") {
+			return
+		}
+		q := "'"
+		if double {
+			q = `"`
+		}
+		raw := q + inner + q
+		unquoted := strings.ReplaceAll(inner, "''", "")
+		if double {
+			unquoted = strings.NewReplacer(`\\`, "", `\"`, "").Replace(inner)
+		}
+		if strings.Contains(unquoted, q) {
+			return // the scalar ends before
+		}
+		got, err := quotedText(raw+" # after", q[0], false)
+		if err != nil {
+			return
+		}
+		spans := variableSpans(inner)
+		at, want := 0, ""
+		for _, l := range append(spans, []int{len(inner), len(inner)}) {
+			var part string
+			if err := yaml3.Unmarshal([]byte(q+inner[at:l[0]]+q), &part); err != nil {
+				t.Fatalf("%s: %q, but YAML does not read %s%s%s: %v", raw, got, q, inner[at:l[0]], q, err)
+			}
+			want += part + inner[l[0]:l[1]]
+			at = l[1]
+		}
+		if got != want {
+			t.Fatalf("%s: %q, want %q", raw, got, want)
+		}
+	})
 }

@@ -752,31 +752,36 @@ func quotedText(raw string, q byte, json bool) (string, error) {
 // VariableRe finds Kyverno's {{ }} variables (pkg/engine/variables/regex RegexVariables).
 var VariableRe = regexp.MustCompile(`\{\{(?:[^{}]|\{[^{}]*\})*\}\}`)
 
-// variableSpans are where the variables of x are, a variable written inside another one's text
-// ('{{element.image}}' in a function's arguments) counted in the outer one: Kyverno substitutes
-// the variables VariableRe finds, then looks for variables again in the text that makes.
-func variableSpans(x string) [][]int {
-	locs := VariableRe.FindAllStringIndex(x, -1)
-	// marked is x with each variable found first as one \x00 byte; orig maps its bytes back.
-	var marked strings.Builder
-	var orig []int
+// MarkVariables finds the variables of x (locs), and gives x with each of them as one \x00
+// byte (marked), in which Kyverno looks for variables again once it substituted them, and where
+// each byte of marked is in x (orig, with len(x) last).
+func MarkVariables(x string) (locs [][]int, marked string, orig []int) {
+	locs = VariableRe.FindAllStringIndex(x, -1)
+	var b strings.Builder
 	at := 0
 	for _, l := range locs {
 		for i := at; i < l[0]; i++ {
-			marked.WriteByte(x[i])
+			b.WriteByte(x[i])
 			orig = append(orig, i)
 		}
-		marked.WriteByte(0)
+		b.WriteByte(0)
 		orig = append(orig, l[0])
 		at = l[1]
 	}
 	for i := at; i < len(x); i++ {
-		marked.WriteByte(x[i])
+		b.WriteByte(x[i])
 		orig = append(orig, i)
 	}
+	return locs, b.String(), append(orig, len(x))
+}
+
+// variableSpans are where the variables of x are, a variable written inside another one's text
+// ('{{element.image}}' in a function's arguments) counted in the outer one: Kyverno substitutes
+// the variables VariableRe finds, then looks for variables again in the text that makes.
+func variableSpans(x string) [][]int {
+	locs, m, orig := MarkVariables(x)
 	var out [][]int
 	k := 0 // the next variable found first
-	m := marked.String()
 	for _, o := range VariableRe.FindAllStringIndex(m, -1) {
 		for ; k < len(locs) && locs[k][0] < orig[o[0]]; k++ {
 			out = append(out, locs[k])

@@ -260,26 +260,7 @@ type spliced struct {
 // JMESPath. Supported there: a variable that is a field name, quoted ("{{element.name}}") or
 // bare (.{{element.name}}.), one level deep.
 func splices(x string) ([]spliced, error) {
-	locs := variableRe.FindAllStringIndex(x, -1)
-	// marked is x with each variable found first as one \x00 byte; orig maps its bytes back.
-	var marked strings.Builder
-	var orig []int
-	at := 0
-	for _, l := range locs {
-		for i := at; i < l[0]; i++ {
-			marked.WriteByte(x[i])
-			orig = append(orig, i)
-		}
-		marked.WriteByte(0)
-		orig = append(orig, l[0])
-		at = l[1]
-	}
-	for i := at; i < len(x); i++ {
-		marked.WriteByte(x[i])
-		orig = append(orig, i)
-	}
-	orig = append(orig, len(x))
-	m := marked.String()
+	locs, m, orig := kyverno.MarkVariables(x)
 	outer := variableRe.FindAllStringIndex(m, -1)
 	if len(outer) == 0 {
 		out := make([]spliced, len(locs))

@@ -153,12 +153,13 @@ func (f Filter) Empty() bool {
 type Op struct {
 	Op    string
 	Path  string
-	Value any
-	// Plain are the places in Value of the strings with variables that are plain (unquoted)
-	// YAML scalars on one line, each a relative field path ("" for Value itself, "key",
-	// "key[0].name"): Kyverno reads their type after substituting the variables' text.
-	Plain map[string]bool
+	Value any // strings with variables in plain scalars are PlainText
 }
+
+// PlainText is a string of a patchesJson6902 value that holds variables and is a plain
+// (unquoted) YAML scalar on one line: Kyverno substitutes the variables' text into the YAML
+// before it parses it, so the scalar's type depends on what it reads then.
+type PlainText string
 
 // Preconditions are a rule's (or a foreach's) any and all conditions.
 type Preconditions struct {

@@ -534,8 +534,7 @@ func parseJSON6902(s string) ([]Op, error) {
 		}
 		return nil, fmt.Errorf("not a list of JSON patch operations: %v", err)
 	}
-	plain, err := textVariables(s, raw)
-	if err != nil {
+	if err := textVariables(s, raw); err != nil {
 		return nil, err
 	}
 	if len(raw) == 0 {
@@ -565,17 +564,18 @@ func parseJSON6902(s string) ([]Op, error) {
 		default:
 			return nil, fmt.Errorf("operation %d: %q is not a JSON patch operation: use add, replace or remove", i, op)
 		}
-		ops = append(ops, Op{Op: op, Path: path, Value: v, Plain: plain[i]})
+		ops = append(ops, Op{Op: op, Path: path, Value: v})
 	}
 	return ops, nil
 }
 
 // textVariables checks the scalars of the operations' values that hold variables, in the YAML
-// text s, whose operations ops are as parsed, and returns, per operation, the places of the plain
-// ones (see Op.Plain). Kyverno substitutes each variable's text into s before it parses it, so:
+// text s, whose operations ops are as parsed. Kyverno substitutes each variable's text into s
+// before it parses it, so:
 //   - a plain (unquoted) scalar's type (string, number, boolean, null) depends on the value:
-//     allowed on one line (no comment, no continuation), in YAML (not JSON) text, where the
-//     lowering finds a literal that makes it a string and values that keep it one;
+//     allowed on one line (no comment, no continuation), in YAML (not JSON) text, as a
+//     PlainText in ops, where the lowering finds a literal that makes it a string and values
+//     that keep it one;
 //   - in a quoted scalar, Kyverno reads the variables' JMESPath as written, escapes and doubled
 //     quotes included, and YAML reads the escapes of the rest after the substitution: such a
 //     scalar is replaced in ops by the text mapc substitutes (see quotedText), on one line
@@ -583,15 +583,14 @@ func parseJSON6902(s string) ([]Op, error) {
 //     rest, refusing values that can change how YAML reads the scalar.
 //
 // (A path begins with /, which no other type of scalar does.)
-func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, error) {
+func textVariables(s string, ops []map[string]any) error {
 	var n yaml3.Node
 	if err := yaml3.Unmarshal([]byte(s), &n); err != nil {
-		return nil, nil
+		return nil
 	}
 	lines := strings.Split(s, "\n")
-	var plain map[string]bool
-	var walk func(n *yaml3.Node, v any, at string, set func(any)) error
-	walk = func(n *yaml3.Node, v any, at string, set func(any)) error {
+	var walk func(n *yaml3.Node, v any, set func(any)) error
+	walk = func(n *yaml3.Node, v any, set func(any)) error {
 		if n.Kind == yaml3.ScalarNode && strings.Contains(n.Value, "{{") {
 			raw := "" // the line from the scalar on (yaml's columns count characters)
 			if n.Line >= 1 && n.Line <= len(lines) {
@@ -613,10 +612,7 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 				if strings.TrimRight(raw, " \t\r") != n.Value {
 					return fmt.Errorf("%q is an unquoted YAML scalar with a variable that is not alone on its line (a comment, a continuation): Kyverno substitutes the variable's text into the operations' YAML before it parses it, so what YAML reads of the line depends on the value; not supported: write it on one line, or quote it", n.Value)
 				}
-				if plain == nil {
-					plain = map[string]bool{}
-				}
-				plain[at] = true
+				set(PlainText(n.Value))
 				return nil
 			}
 			text, err := quotedText(raw, q, strings.HasPrefix(strings.TrimSpace(s), "["))
@@ -630,15 +626,11 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 		case yaml3.MappingNode:
 			m, _ := v.(map[string]any)
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				if err := walk(n.Content[i], nil, at, func(any) {}); err != nil {
+				if err := walk(n.Content[i], nil, func(any) {}); err != nil {
 					return err
 				}
 				k := n.Content[i].Value
-				path := k
-				if at != "" {
-					path = at + "." + k
-				}
-				if err := walk(n.Content[i+1], m[k], path, func(x any) {
+				if err := walk(n.Content[i+1], m[k], func(x any) {
 					if m != nil {
 						m[k] = x
 					}
@@ -653,7 +645,7 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 				if i < len(l) {
 					item = l[i]
 				}
-				if err := walk(c, item, fmt.Sprintf("%s[%d]", at, i), func(x any) {
+				if err := walk(c, item, func(x any) {
 					if i < len(l) {
 						l[i] = x
 					}
@@ -663,7 +655,7 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 			}
 		default:
 			for _, c := range n.Content {
-				if err := walk(c, v, at, set); err != nil {
+				if err := walk(c, v, set); err != nil {
 					return err
 				}
 			}
@@ -671,24 +663,19 @@ func textVariables(s string, ops []map[string]any) (map[int]map[string]bool, err
 		return nil
 	}
 	if len(n.Content) == 0 || n.Content[0].Kind != yaml3.SequenceNode {
-		return nil, nil
+		return nil
 	}
-	out := map[int]map[string]bool{}
 	for i, op := range n.Content[0].Content {
-		plain = nil
 		for j := 0; j+1 < len(op.Content); j += 2 {
 			if op.Content[j].Value == "value" && i < len(ops) {
 				m := ops[i]
-				if err := walk(op.Content[j+1], m["value"], "", func(x any) { m["value"] = x }); err != nil {
-					return nil, err
+				if err := walk(op.Content[j+1], m["value"], func(x any) { m["value"] = x }); err != nil {
+					return err
 				}
 			}
 		}
-		if plain != nil {
-			out[i] = plain
-		}
 	}
-	return out, nil
+	return nil
 }
 
 // quotedText is the text Kyverno's substitution gives the quoted YAML scalar (quote q) that

@@ -104,3 +104,34 @@ func FuzzQuotedText(f *testing.F) {
 		}
 	})
 }
+
+// TestPlainText: the reader marks the plain scalars with variables of an operation's value, and
+// only those, wherever they are in it.
+func TestPlainText(t *testing.T) {
+	ops, err := parseJSON6902(`- op: add
+  path: /metadata/annotations
+  value:
+    a.b: "quoted:{{ request.operation }}"
+    a:
+      b: plain/{{ request.operation }}
+      l:
+      - x/{{ request.operation }}
+      - 'y-{{ request.operation }}'
+    c: no-variable
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ops[0].Value.(map[string]any)
+	a := v["a"].(map[string]any)
+	l := a["l"].([]any)
+	for _, tc := range []struct {
+		name  string
+		got   any
+		plain bool
+	}{{"a.b", v["a.b"], false}, {"a/b", a["b"], true}, {"a/l/0", l[0], true}, {"a/l/1", l[1], false}, {"c", v["c"], false}} {
+		if _, ok := tc.got.(PlainText); ok != tc.plain {
+			t.Errorf("%s: %#v, want plain %v", tc.name, tc.got, tc.plain)
+		}
+	}
+}

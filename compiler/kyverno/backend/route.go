@@ -327,7 +327,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 				if strings.Contains(jops[i].Path, "{{") {
 					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d]", i), errors.New("variables in paths are not supported yet"))
 				}
-				v, vs, err := lower.SubstituteText(jops[i].Value, jops[i].Plain, sc, "")
+				v, vs, err := lower.SubstituteText(jops[i].Value, sc, "")
 				if err != nil {
 					return nil, 0, problem(p, r, fmt.Sprintf("mutate.patchesJson6902[%d].value", i), err)
 				}

@@ -248,7 +248,7 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 					return loweredLoop{}, errorf(f, "variables in paths are not supported here")
 				}
 			}
-			v, vs, err := SubstituteText(op.Value, op.Plain, sc, "")
+			v, vs, err := SubstituteText(op.Value, sc, "")
 			if err != nil {
 				return loweredLoop{}, errorf(f+".value", "%v", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/kyverno"
 )
 
 // TestSplices: a variable written inside another one becomes a field the outer one's JMESPath
@@ -101,7 +102,7 @@ func TestSubstituteTextTameness(t *testing.T) {
 		{v: "{{ request.object.metadata.labels.app || request.object.metadata.annotations.app }}", refused: true},
 		{v: "{{ request.userInfo.username }}", refused: true},
 	} {
-		_, _, err := SubstituteText(map[string]any{"x": tc.v}, nil, sc, "value")
+		_, _, err := SubstituteText(map[string]any{"x": tc.v}, sc, "value")
 		if (err != nil) != tc.refused {
 			t.Errorf("%s: %v, want refused %v", tc.v, err, tc.refused)
 		}
@@ -135,7 +136,7 @@ func TestSubstituteTextPlain(t *testing.T) {
 		{v: "a b/{{ request.operation }}", refused: true},
 		{v: "a/{{ request.operation }} x", refused: true},
 	} {
-		out, _, err := SubstituteText(map[string]any{"x": tc.v}, map[string]bool{"x": true}, sc, "value")
+		out, _, err := SubstituteText(map[string]any{"x": kyverno.PlainText(tc.v)}, sc, "value")
 		if (err != nil) != tc.refused {
 			t.Errorf("%s: %v, want refused %v", tc.v, err, tc.refused)
 		}

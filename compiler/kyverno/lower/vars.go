@@ -70,29 +70,32 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 // as its text: a string as it is, anything else as its JSON. Every variable of an operation is in
 // a quoted scalar, which stays a string: "{{x}}" is x's text, where Substitute gives x's value; or
 // in a plain (unquoted) scalar on one line after a literal that makes it a string whatever
-// follows (registry.io/{{x}}), at the places of v plain names (the reader refuses the others:
-// see kyverno.Op). A string variable must be tame (see tameness), else YAML would read its text
-// as something else.
-func SubstituteText(v any, plain map[string]bool, sc Scope, field string) (any, []cel.Expr, error) {
-	out, all, _, err := substituteWith(v, sc, field, false, true, plain)
+// follows (registry.io/{{x}}), which the reader gives as a kyverno.PlainText (it refuses the
+// others). A string variable must be tame (see tameness), else YAML would read its text as
+// something else.
+func SubstituteText(v any, sc Scope, field string) (any, []cel.Expr, error) {
+	out, all, _, err := substituteWith(v, sc, field, false, true)
 	return out, all, err
 }
 
 // substitute is Substitute; with null, a variable can be null. lossy says whether a variable's
 // value is lossy (see value.lossy).
 func substitute(v any, sc Scope, field string, null bool) (out any, all []cel.Expr, lossy bool, err error) {
-	return substituteWith(v, sc, field, null, false, nil)
+	return substituteWith(v, sc, field, null, false)
 }
 
-// substituteWith is substitute; with quoted, a string that is one variable is its text, and
-// the strings at the places plain names (relative to field: "", "key", "key[0]") are plain
-// scalars (see SubstituteText).
-func substituteWith(v any, sc Scope, field string, null, quoted bool, plain map[string]bool) (out any, all []cel.Expr, lossy bool, err error) {
-	top := field
+// substituteWith is substitute; with quoted, a string that is one variable is its text, and a
+// kyverno.PlainText a plain scalar (see SubstituteText).
+func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, all []cel.Expr, lossy bool, err error) {
 	var walk func(v any, field string) (any, error)
 	walk = func(v any, field string) (any, error) {
-		switch x := v.(type) {
-		case string:
+		x, isStr := v.(string)
+		p, isPlain := v.(kyverno.PlainText)
+		if isPlain {
+			x, isStr, isPlain = string(p), true, quoted
+		}
+		switch {
+		case isStr:
 			locs := variableRe.FindAllStringIndex(x, -1)
 			if len(locs) == 0 {
 				if strings.Contains(x, "{{") {
@@ -107,7 +110,6 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool, plain map[
 			if err != nil {
 				return nil, errorf(field, "%v", err)
 			}
-			isPlain := quoted && plain[strings.TrimPrefix(strings.TrimPrefix(field, top), ".")]
 			if isPlain {
 				if err := plainLiterals(x, vs); err != nil {
 					return nil, errorf(field, "%v", err)
@@ -182,6 +184,8 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool, plain map[
 				out = plainCheck(out, checkWords)
 			}
 			return expr{e: out, t: tStr}, nil
+		}
+		switch x := v.(type) {
 		case map[string]any:
 			out := map[string]any{}
 			for _, k := range slices.Sorted(maps.Keys(x)) {
@@ -374,20 +378,10 @@ func plainLiterals(x string, vs []spliced) error {
 		literals = append(literals, x[vs[i].loc[1]:v.loc[0]])
 	}
 	literals = append(literals, x[vs[len(vs)-1].loc[1]:])
-	if slices.ContainsFunc(literals, func(l string) bool { return !wordText(l) }) {
+	if slices.ContainsFunc(literals, func(l string) bool { return tameOf(l)&wordAlways == 0 }) {
 		return fmt.Errorf("%q is an unquoted YAML scalar with a variable and a space or a character that is not printable ASCII outside its variables: Kyverno substitutes the variable's text into the operations' YAML before it parses it, where a space changes how YAML reads the rest (a comment, a mapping, a trailing space dropped); not supported: quote it", x)
 	}
 	return nil
-}
-
-// wordText: does s hold only printable ASCII characters other than the space?
-func wordText(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // plainCheck is text, a plain scalar after the substitution, checked where YAML could read it
@@ -536,6 +530,8 @@ func Variables(v any) []string {
 		switch x := v.(type) {
 		case string:
 			out = append(out, variableRe.FindAllString(x, -1)...)
+		case kyverno.PlainText:
+			out = append(out, variableRe.FindAllString(string(x), -1)...)
 		case map[string]any:
 			for k, e := range x {
 				walk(k)

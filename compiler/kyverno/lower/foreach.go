@@ -222,6 +222,10 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		if err != nil {
 			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 		}
+		if itemAnchored(rest) {
+			// processListOfMaps: see conditionalItems.
+			return loweredLoop{}, errorf(field+".patchStrategicMerge", "anchors in the patched item of %s are not supported yet: Kyverno then patches every item of the list with it (the name it gives replaced by each item's), its +(key) anchors decided on the list's first item", strings.Join(lp.path, "."))
+		}
 		g := &smp{reach: cel.True}
 		body, err = g.mapOps(lp.at.Index(i), x, rest, lp.schema.Elements(), field+".patchStrategicMerge", false)
 		if err != nil {

@@ -339,9 +339,9 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		return nil, errorf(field, "merging lists of values (a merge strategy without a merge key) is not supported yet")
 	}
 	if len(patch) == 1 {
-		if m, ok := patch[0].(map[string]any); ok && hasTopCondition(m) {
+		if m, ok := patch[0].(map[string]any); ok && itemAnchored(m) {
 			if !static {
-				return nil, errorf(field, "a condition anchor in a list inside a list is not supported yet")
+				return nil, errorf(field, "anchors in a list inside a list item are not supported yet")
 			}
 			return g.conditionalItems(p, parent, name, m, s.Elements(), item(0), key)
 		}
@@ -369,8 +369,8 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 		if err != nil {
 			return nil, err
 		}
-		if hasCondition(m) {
-			return nil, errorf(f, "condition anchors in a list of several patch items are not supported yet")
+		if itemAnchored(m) {
+			return nil, errorf(f, "anchors in a list of several patch items are not supported yet: Kyverno patches every item of the object's list that passes an anchored item's conditions with that item, its own name replaced by the item's")
 		}
 		kv, ok := m[key]
 		if !ok {
@@ -496,50 +496,224 @@ func (g *smp) listOps(p cel.Pointer, parent cel.Expr, name string, patch []any, 
 	return cel.CondList(present(parent, name), whenThere, whenMissing), nil
 }
 
-// conditionalItems patches, with the patch item m (whose top-level condition anchors select
-// them), each item of the list cur that passes, by name as Kyverno does (items without a name
-// are skipped), and moves them to the front in their order.
+// conditionalItems patches the list cur with the patch item m that holds anchors, as Kyverno's
+// preprocessing does (processListOfMaps): it walks one copy of m down each item of the object's
+// list in turn, and each item that passes m's top-level condition anchors and has a name gets
+// the copy as it then stands, anchors dropped and its name set to the item's (a name m gives
+// is replaced); the patched items move to the front in their order. The walk decides each
+// +(key) anchor of the copy once, on the first item that reaches it — a top-level one on the
+// list's first item, one below on the first item that passes the conditions —: the key is
+// kept (as a plain key) when that item lacks it, dropped otherwise, and the same for every item
+// after. A copy left empty (maps with nothing in them are dropped) patches and moves nothing.
 func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m map[string]any, s *openapi.ResourceSchema, field, key string) (cel.Expr, error) {
 	cur := cel.Index(parent, cel.Str(name))
 	if key != "name" {
-		return nil, errorf(field, "condition anchors select list items by name; this list is merged on %q, which is not supported yet", key)
-	}
-	if _, ok := m["name"]; ok {
-		return nil, errorf(field+".name", "a patch item with condition anchors takes the name of each item it selects; giving a name too is not supported yet")
+		return nil, errorf(field, "anchors in a list item select items by name; this list is merged on %q, which is not supported yet", key)
 	}
 	iv, xv := g.fresh("i"), g.fresh("x")
 	i, x := cel.Ident(iv), cel.Ident(xv)
 	rest := map[string]any{}
 	var conds []cel.Expr
+	named := false // the copy keeps a name, so it is never empty
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kind, name := anchor(k)
-		if kind == "(" {
+		switch {
+		case kind == "(":
 			c, err := condition(x, name, m[k], join(field, k))
 			if err != nil {
 				return nil, err
 			}
 			conds = append(conds, c)
 			continue
+		case k == "name":
+			switch m[k].(type) {
+			case string, int64, float64, bool, expr:
+			default:
+				return nil, errorf(join(field, k), "the name of a patch item with anchors must be a scalar (Kyverno replaces it with each item's)")
+			}
+			named = true
+			continue
 		}
 		rest[k] = m[k]
 	}
-	selected := func(item cel.Expr) cel.Expr {
-		cs := []cel.Expr{present(item, "name")}
-		for _, c := range conds {
-			cs = append(cs, cel.Substitute(c, xv, item))
-		}
-		return cel.And(cs...)
-	}
-	merged, err := g.mapOps(p.Index(i), x, rest, s, field, false)
+	adds, err := addAnchors(rest, nil, field)
 	if err != nil {
 		return nil, err
 	}
+	if len(adds) > maxAddAnchors {
+		return nil, errorf(field, "%d +(key) anchors in a patch item with anchors: more than %d are not supported (each decision is a case of its own)", len(adds), maxAddAnchors)
+	}
+	passes := func(item cel.Expr) cel.Expr {
+		cs := make([]cel.Expr, len(conds))
+		for n, c := range conds {
+			cs[n] = cel.Substitute(c, xv, item)
+		}
+		return cel.And(cs...)
+	}
+	selected := func(item cel.Expr) cel.Expr { return cel.And(present(item, "name"), passes(item)) }
+	// The items that decide the +(key) anchors: the first, and the first that passes.
 	jv, yv := g.fresh("j"), g.fresh("y")
+	first := cel.Index(cur, cel.Int(0))
+	firstPassing := cel.Index(cel.Method(cur, "transformList", cel.Ident(jv), cel.Ident(yv), passes(cel.Ident(yv)), cel.Ident(yv)), cel.Int(0))
+	if len(conds) == 0 {
+		firstPassing = first
+	}
+	lacks := make([]cel.Expr, len(adds))
+	for n, a := range adds {
+		d := firstPassing
+		if len(a.path) == 0 {
+			d = first
+		}
+		for _, k := range a.path {
+			d = cel.OptIndex(d, cel.Str(k))
+		}
+		lacks[n] = cel.Bin("==", cel.Method(cel.OptIndex(d, cel.Str(a.key)), "orValue", cel.Null()), cel.Null())
+	}
 	rank := cel.Call("size", cel.Method(cur, "transformList", cel.Ident(jv), cel.Ident(yv),
 		cel.And(cel.Bin("<", cel.Ident(jv), i), selected(cel.Ident(yv))), cel.True))
-	body := cel.Guarded(selected(x), concat([]cel.Expr{merged, cel.List(moveOp(p.Index(i), p.Index(rank)))}))
+	// One case per combination of the decisions (bit n set: the n-th key is kept).
+	var whens, each []cel.Expr
+	for c := 0; c < 1<<len(adds); c++ {
+		var when []cel.Expr
+		for n := range adds {
+			if c&(1<<n) != 0 {
+				when = append(when, lacks[n])
+			} else {
+				when = append(when, cel.Not(lacks[n]))
+			}
+		}
+		cp, _ := pruned(decideAdds(rest, c, adds, nil)).(map[string]any)
+		var ops cel.Expr = cel.List()
+		if len(cp) > 0 || named {
+			merged, err := g.mapOps(p.Index(i), x, cp, s, field, false)
+			if err != nil {
+				return nil, err
+			}
+			ops = concat([]cel.Expr{merged, cel.List(moveOp(p.Index(i), p.Index(rank)))})
+		}
+		whens, each = append(whens, cel.And(when...)), append(each, ops)
+	}
+	body := each[len(each)-1]
+	for n := len(each) - 2; n >= 0; n-- {
+		body = cel.CondList(whens[n], each[n], body)
+	}
+	body = cel.Guarded(selected(x), body)
 	ops := cel.Method(cel.Method(cur, "transformList", i, x, body), "flatten")
 	return cel.Guarded(present(parent, name), ops), nil
+}
+
+// itemAnchored: does v hold what makes Kyverno's preprocessing patch every item of a list with
+// the list item v (hasAnchors with hasAnchor): a condition, global or +(key) anchor as a key
+// anywhere, or a condition or global anchor as a string.
+func itemAnchored(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if kind, _ := anchor(k); kind == "(" || kind == "<" || kind == "+" || itemAnchored(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, itemAnchored)
+	case string:
+		kind, _ := anchor(strings.TrimSpace(x))
+		return kind == "(" || kind == "<"
+	}
+	return false
+}
+
+// maxAddAnchors bounds the +(key) anchors of a patch item with anchors.
+const maxAddAnchors = 3
+
+// addAnchor is a +(key) anchor of a patch item: the plain keys down to its map, and its key.
+type addAnchor struct {
+	path []string
+	key  string
+}
+
+// addAnchors lists the +(key) anchors of the patch item m (below plain keys, in sorted order).
+func addAnchors(m map[string]any, path []string, field string) ([]addAnchor, error) {
+	var out []addAnchor
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kind, name := anchor(k)
+		f := join(field, k)
+		switch {
+		case kind == "+":
+			if itemAnchored(m[k]) {
+				return nil, errorf(f, "anchors inside a +(key) anchor's value in a list item are not supported yet")
+			}
+			out = append(out, addAnchor{path: slices.Clone(path), key: name})
+		case kind == "(" || kind == "<":
+			return nil, errorf(f, "a condition anchor below a list item's top level is not supported yet")
+		case kind != "":
+			if itemAnchored(m[k]) {
+				return nil, errorf(f, "anchors inside a %s(key) anchor's value in a list item are not supported yet", kind)
+			}
+		default:
+			switch x := m[k].(type) {
+			case map[string]any:
+				below, err := addAnchors(x, append(path, k), f)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, below...)
+			case []any:
+				if hasAnchor(x) {
+					return nil, errorf(f, "anchors in a list inside a list item are not supported yet")
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// decideAdds is the patch item m with its +(key) anchors decided by the bits of c (see
+// addAnchors for their order): a set bit keeps the key as a plain key, a clear one drops it.
+func decideAdds(m map[string]any, c int, adds []addAnchor, path []string) map[string]any {
+	out := map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kind, name := anchor(k)
+		if kind == "+" {
+			n := slices.IndexFunc(adds, func(a addAnchor) bool { return a.key == name && slices.Equal(a.path, path) })
+			if c&(1<<n) != 0 {
+				out[name] = m[k]
+			}
+			continue
+		}
+		if x, ok := m[k].(map[string]any); ok {
+			out[k] = decideAdds(x, c, adds, append(slices.Clone(path), k))
+			continue
+		}
+		out[k] = m[k]
+	}
+	return out
+}
+
+// pruned is v as Kyverno's preprocessing leaves it when it drops anchors (deleteAnchors, on a
+// value without any): maps and lists left with nothing in them are dropped, scalars stay.
+func pruned(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if !prunable(e) {
+				out[k] = pruned(e)
+			}
+		}
+		return out
+	case []any:
+		var out []any
+		for _, e := range x {
+			if !prunable(e) {
+				out = append(out, pruned(e))
+			}
+		}
+		if out == nil {
+			out = []any{}
+		}
+		return out
+	}
+	return v
 }
 
 func moveOp(from, to cel.Pointer) cel.Expr {

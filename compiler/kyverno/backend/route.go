@@ -298,16 +298,23 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		var entries []cel.Expr // a foreach's entries after the first, each a mutation of its own
 		switch {
 		case r.StrategicMerge != nil:
-			patch, vs, err := lower.Substitute(r.StrategicMerge, sc, "")
+			cases, vs, err := lower.SubstituteCases(r.StrategicMerge, sc, "")
 			if err != nil {
 				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 			}
 			vars = vs
-			ops, err = strategicMerge(patch.(map[string]any), rk)
-			if err != nil {
-				return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
+			each := make([]cel.Expr, len(cases))
+			for i, c := range cases {
+				if each[i], err = strategicMerge(c.Patch.(map[string]any), rk); err != nil {
+					return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
+				}
 			}
-			apply, noApply = applyConfiguration(patch.(map[string]any), rk)
+			ops = lower.ChooseCase(cases, each)
+			if len(cases) == 1 {
+				apply, noApply = applyConfiguration(cases[0].Patch.(map[string]any), rk)
+			} else {
+				noApply = "a variable that can be null, which Kyverno's merge reads as a null written in the patch"
+			}
 		case r.ForEach != nil:
 			for _, fe := range r.ForEach {
 				sc.Written = append(sc.Written, foreachWrites(fe)...)

@@ -213,27 +213,30 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 			body = cel.List()
 			break
 		}
-		sub, vs, err := Substitute(raw, sc, "")
+		cases, vs, err := SubstituteCases(raw, sc, "")
 		if err != nil {
 			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 		}
 		vars = vs
-		rest, err := patchedItem(sub, loops)
-		if err != nil {
-			return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
+		each := make([]cel.Expr, len(cases))
+		for n, c := range cases {
+			rest, err := patchedItem(c.Patch, loops)
+			if err != nil {
+				return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
+			}
+			if itemAnchored(rest) {
+				// processListOfMaps: see conditionalItems.
+				return loweredLoop{}, errorf(field+".patchStrategicMerge", "anchors in the patched item of %s are not supported yet: Kyverno then patches every item of the list with it (the name it gives replaced by each item's), its +(key) anchors decided on the list's first item", strings.Join(lp.path, "."))
+			}
+			g := &smp{reach: cel.True}
+			if each[n], err = g.mapOps(lp.at.Index(i), x, rest, lp.schema.Elements(), field+".patchStrategicMerge", false); err != nil {
+				return loweredLoop{}, err
+			}
+			if len(g.conds) > 0 {
+				return loweredLoop{}, errorf(field+".patchStrategicMerge", "condition anchors in a foreach patch are not supported yet")
+			}
 		}
-		if itemAnchored(rest) {
-			// processListOfMaps: see conditionalItems.
-			return loweredLoop{}, errorf(field+".patchStrategicMerge", "anchors in the patched item of %s are not supported yet: Kyverno then patches every item of the list with it (the name it gives replaced by each item's), its +(key) anchors decided on the list's first item", strings.Join(lp.path, "."))
-		}
-		g := &smp{reach: cel.True}
-		body, err = g.mapOps(lp.at.Index(i), x, rest, lp.schema.Elements(), field+".patchStrategicMerge", false)
-		if err != nil {
-			return loweredLoop{}, err
-		}
-		if len(g.conds) > 0 {
-			return loweredLoop{}, errorf(field+".patchStrategicMerge", "condition anchors in a foreach patch are not supported yet")
-		}
+		body = ChooseCase(cases, each)
 		merges = cel.True
 	case fe.JSON6902 != nil:
 		var ops []kyverno.Op

@@ -157,6 +157,11 @@ func (g *smp) mapOps(p cel.Pointer, cur cel.Expr, patch map[string]any, s *opena
 			g.conds = append(g.conds, cel.And(g.reach, c))
 			continue
 		case "+":
+			if v == nil {
+				// Where the field is missing, a null is left in the patch, which clears
+				// nothing: Kyverno's merge sets no null.
+				continue
+			}
 			val, err := fresh(v, f, fs)
 			if err != nil {
 				return nil, err

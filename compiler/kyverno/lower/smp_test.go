@@ -3,7 +3,10 @@ package lower
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/mapc-dev/mapc/cel"
 )
 
 // TestDecideAdds: each combination of a patch item's +(key) decisions gives the item Kyverno's
@@ -65,5 +68,42 @@ func TestItemAnchored(t *testing.T) {
 		if got := itemAnchored(m); got != want {
 			t.Errorf("itemAnchored(%s) = %v, want %v", v, got, want)
 		}
+	}
+}
+
+// TestSubstituteCases: a patch with variables that can be null is one case per combination of
+// them being null (null written in) or not; a variable that cannot be null makes no case, and
+// too many nullable ones are refused.
+func TestSubstituteCases(t *testing.T) {
+	sc := Scope{Object: ObjectShape(Kind{Version: "v1", Kind: "Pod"}), Features: cel.Features{TwoVar: true}}
+	nullable := "{{ request.object.metadata.labels.a || request.object.metadata.annotations.a }}"
+	patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		"x": nullable, "y": nullable, "z": "{{ request.object.metadata.labels.a || 'none' }}",
+	}}}
+	cases, _, err := SubstituteCases(patch, sc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) != 2 {
+		t.Fatalf("%d cases, want 2 (one nullable variable, twice)", len(cases))
+	}
+	labels := func(c PatchCase) map[string]any {
+		return c.Patch.(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
+	}
+	if l := labels(cases[0]); l["x"] != nil || l["y"] != nil || l["z"] == nil {
+		t.Errorf("null case: %v, want x and y null, z a value", l)
+	}
+	if l := labels(cases[1]); l["x"] == nil || l["x"].(expr).t&tNull != 0 {
+		t.Errorf("value case: %v, want x a value that is not null", l)
+	}
+	if w := cel.String(cases[0].When); !strings.HasSuffix(w, "== (null)") {
+		t.Errorf("null case's condition %s does not test for null", w)
+	}
+	many := map[string]any{}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		many[k] = "{{ request.object.metadata.labels." + k + " || request.object.metadata.annotations." + k + " }}"
+	}
+	if _, _, err := SubstituteCases(map[string]any{"metadata": map[string]any{"labels": many}}, sc, ""); err == nil || !strings.Contains(err.Error(), "more than 3") {
+		t.Errorf("four nullable variables: %v, want a refusal", err)
 	}
 }

@@ -47,9 +47,10 @@ var variableRe = kyverno.VariableRe
 // expr is a value computed when the rule runs: a variable, or a string with variables in it.
 type expr struct {
 	e     cel.Expr
-	t     types // the JSON types of its value
-	items types // when it can be a list, the types of the list's items
-	vals  types // when it can be a map, the types of its values
+	t     types  // the JSON types of its value
+	items types  // when it can be a list, the types of the list's items
+	vals  types  // when it can be a map, the types of its values
+	src   string // the variable as written, where the value is one ("" otherwise), for messages
 }
 
 // Substitute replaces the variables in v's strings with the CEL expressions of their values:
@@ -76,6 +77,114 @@ func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
 func SubstituteText(v any, sc Scope, field string) (any, []cel.Expr, error) {
 	out, all, _, err := substituteWith(v, sc, field, false, true)
 	return out, all, err
+}
+
+// maxNullable bounds the distinct variables of one patch that can be null: each doubles the
+// patches SubstituteCases gives.
+const maxNullable = 3
+
+// PatchCase is a patch with its variables substituted, and the condition under which the rule
+// runs it.
+type PatchCase struct {
+	When  cel.Expr
+	Patch any
+}
+
+// SubstituteCases is Substitute for a patch whose variables can be null where they are values of
+// their own. Kyverno's substitution leaves the null in the patch, which its merge then reads as
+// a null written there (a removal, or nothing behind +(key)): the patch is given once for each
+// combination of its distinct nullable variables being null or not — with null written in, or
+// with the variable known not to be null —, each with the condition that selects it. The cases
+// are exclusive and cover every value; the last one's condition is implied by the others failing.
+func SubstituteCases(v any, sc Scope, field string) ([]PatchCase, []cel.Expr, error) {
+	out, all, _, err := substitute(v, sc, field, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	var nullable []expr
+	seen := map[string]bool{}
+	var walk func(v any, field string, inList bool) error
+	walk = func(v any, field string, inList bool) error {
+		switch x := v.(type) {
+		case expr:
+			if x.t&tNull == 0 {
+				return nil
+			}
+			if inList {
+				return errorf(field, "the variable %s can be null, and is an item of a list: not supported yet (give a default with ||)", x.src)
+			}
+			if k := cel.String(x.e); !seen[k] {
+				seen[k] = true
+				nullable = append(nullable, x)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				if err := walk(x[k], join(field, k), false); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if err := walk(e, fmt.Sprintf("%s[%d]", field, i), true); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(out, field, false); err != nil {
+		return nil, nil, err
+	}
+	if len(nullable) > maxNullable {
+		return nil, nil, errorf(field, "%d variables that can be null, each a case of its own: more than %d are not supported (give defaults with ||)", len(nullable), maxNullable)
+	}
+	cases := []PatchCase{{When: cel.True, Patch: out}}
+	for _, n := range nullable {
+		isNull := cel.Bin("==", dyn(n.e), cel.Null())
+		nonNull := n
+		nonNull.t &^= tNull
+		var next []PatchCase
+		for _, c := range cases {
+			next = append(next, PatchCase{When: cel.And(c.When, isNull), Patch: replaceExpr(c.Patch, n.e, nil)})
+			if nonNull.t != 0 {
+				next = append(next, PatchCase{When: cel.And(c.When, cel.Not(isNull)), Patch: replaceExpr(c.Patch, n.e, nonNull)})
+			}
+		}
+		cases = next
+	}
+	return cases, all, nil
+}
+
+// ChooseCase is the operations of the case whose condition holds (ops: each case's).
+func ChooseCase(cases []PatchCase, ops []cel.Expr) cel.Expr {
+	out := ops[len(ops)-1]
+	for i := len(cases) - 2; i >= 0; i-- {
+		out = cel.CondList(cases[i].When, ops[i], out)
+	}
+	return out
+}
+
+// replaceExpr is v with the expressions printed as e replaced by with.
+func replaceExpr(v any, e cel.Expr, with any) any {
+	switch x := v.(type) {
+	case expr:
+		if cel.String(x.e) == cel.String(e) {
+			return with
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e2 := range x {
+			out[k] = replaceExpr(e2, e, with)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e2 := range x {
+			out[i] = replaceExpr(e2, e, with)
+		}
+		return out
+	}
+	return v
 }
 
 // substitute is Substitute; with null, a variable can be null. lossy says whether a variable's
@@ -143,7 +252,7 @@ func substituteWith(v any, sc Scope, field string, null, quoted bool) (out any, 
 					if items == 0 {
 						items = v.sh.item().types()
 					}
-					return expr{v.e, v.t, items, v.sh.values().types()}, nil
+					return expr{v.e, v.t, items, v.sh.values().types(), x}, nil
 				}
 				if l[0] > at {
 					parts = append(parts, cel.Str(x[at:l[0]]))

@@ -610,16 +610,20 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 // itemAnchored: does v hold what makes Kyverno's preprocessing patch every item of a list with
 // the list item v (hasAnchors with hasAnchor): a condition, global or +(key) anchor as a key
 // anywhere, or a condition or global anchor as a string.
-func itemAnchored(v any) bool {
+func itemAnchored(v any) bool { return anchoredBy(v, "(<+") }
+
+// anchoredBy: does v hold a key anchored by one of kinds anywhere, or a string value that reads
+// as a condition or global anchor (which Kyverno's hasAnchors finds in scalars)?
+func anchoredBy(v any, kinds string) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if kind, _ := anchor(k); kind == "(" || kind == "<" || kind == "+" || itemAnchored(e) {
+			if kind, _ := anchor(k); kind != "" && strings.Contains(kinds, kind) || anchoredBy(e, kinds) {
 				return true
 			}
 		}
 	case []any:
-		return slices.ContainsFunc(x, itemAnchored)
+		return slices.ContainsFunc(x, func(e any) bool { return anchoredBy(e, kinds) })
 	case string:
 		kind, _ := anchor(strings.TrimSpace(x))
 		return kind == "(" || kind == "<"
@@ -853,22 +857,7 @@ func hasCondition(v any) bool {
 
 // hasGlobal is Kyverno's test of a list item for global anchors: a key <(k) anywhere, or a string
 // value that reads as a condition or global anchor.
-func hasGlobal(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			if kind, _ := anchor(k); kind == "<" || hasGlobal(e) {
-				return true
-			}
-		}
-	case []any:
-		return slices.ContainsFunc(x, hasGlobal)
-	case string:
-		kind, _ := anchor(strings.TrimSpace(x))
-		return kind == "(" || kind == "<"
-	}
-	return false
-}
+func hasGlobal(v any) bool { return anchoredBy(v, "<") }
 
 // hasDirective: does v hold a $patch anywhere?
 func hasDirective(v any) bool {

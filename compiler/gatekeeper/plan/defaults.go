@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 
+	"github.com/mapc-dev/mapc/compiler/apidefaults"
 	"github.com/mapc-dev/mapc/compiler/gatekeeper/ir"
 )
 
@@ -17,15 +18,10 @@ import (
 // second finds a request and does nothing.
 //
 // Such pairs are coupled: they must run inside one mutation expression (where no defaulting
-// happens), or be refused. The defaulting functions live in k8s.io/kubernetes
-// (pkg/apis/core/v1/defaults.go), which this project does not import; the table below restates,
-// conservatively, the ones that fill a field from another or fill fields of a node a mutation
-// may create. Defaults of fields that every admitted object already has (a Pod's dnsPolicy, a
-// Deployment's strategy) matter only when a mutation replaces their whole parent, which the
-// node rules below cover for the Pod spec.
+// happens), or be refused. Which fields defaulting fills is package apidefaults' table.
 
 // anyField is a path segment matching every object field (a ResourceList's keys, a label).
-const anyField = "\x00*"
+const anyField = apidefaults.AnyField
 
 // defaultRule: writing at (or above) Source — or, with Below, also beneath it — may make the
 // API server fill the Derived fields. Paths are relative to a pod spec unless Absolute.
@@ -39,105 +35,44 @@ type defaultRule struct {
 	why      string
 }
 
-func fs(name string) seg { return seg{field: name} }
-
+// The rules, shared with the other front ends, are apidefaults'; their paths become this
+// package's.
 var (
-	anyKey     = seg{field: anyField}
-	anyElement = seg{list: true, glob: true, keyField: "name"}
+	podSpecRules  = rulesOf(apidefaults.PodSpecRules)
+	absoluteRules = rulesOf(apidefaults.AbsoluteRules)
+	podSpecRoots  = func() map[string]path {
+		out := map[string]path{}
+		for k, p := range apidefaults.PodSpecRoots {
+			out[k] = pathOf(p)
+		}
+		return out
+	}()
 )
 
-func ph(segs ...seg) path { return segs }
-
-// containerRules are the defaults of one container list.
-func containerRules(list string) []defaultRule {
-	c := ph(fs(list), anyElement)
-	at := func(rest ...seg) path { return append(append(path(nil), c...), rest...) }
-	var probes []path
-	var probeRules []defaultRule
-	for _, pr := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
-		for _, fld := range []string{"timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"} {
-			probes = append(probes, at(fs(pr), fs(fld)))
+func rulesOf(rs []apidefaults.Rule) []defaultRule {
+	out := make([]defaultRule, len(rs))
+	for i, r := range rs {
+		out[i] = defaultRule{source: pathOf(r.Source), below: r.Below, podOnly: r.PodOnly, kinds: r.Kinds, absolute: r.Absolute, why: r.Why}
+		for _, d := range r.Derived {
+			out[i].derived = append(out[i].derived, pathOf(d))
 		}
-		for _, fld := range []string{"path", "scheme", "protocol"} {
-			probes = append(probes, at(fs(pr), fs("httpGet"), fs(fld)))
-		}
-		probeRules = append(probeRules, defaultRule{source: at(fs(pr)), derived: probes[len(probes)-7:],
-			why: fmt.Sprintf("the API server fills a new %s's timeouts, thresholds and httpGet scheme, path and protocol", pr)})
 	}
-	var hooks []path
-	for _, h := range []string{"postStart", "preStop"} {
-		hooks = append(hooks, at(fs("lifecycle"), fs(h), fs("httpGet"), fs("path")), at(fs("lifecycle"), fs(h), fs("httpGet"), fs("scheme")), at(fs("lifecycle"), fs(h), fs("httpGet"), fs("protocol")))
-	}
-	ports := []path{at(fs("ports"), seg{list: true, glob: true, keyField: "containerPort"}, fs("protocol")), at(fs("ports"), seg{list: true, glob: true, keyField: "containerPort"}, fs("hostPort"))}
-	fieldRef := at(fs("env"), anyElement, fs("valueFrom"), fs("fieldRef"), fs("apiVersion"))
-	node := append([]path{at(fs("imagePullPolicy")), at(fs("terminationMessagePath")), at(fs("terminationMessagePolicy")), fieldRef}, probes...)
-	node = append(append(node, hooks...), ports...)
-	rules := []defaultRule{
-		{source: c, derived: node, why: "the API server fills a new container's imagePullPolicy, terminationMessagePath and -Policy, port protocols, probe settings and fieldRef apiVersions"},
-		{source: at(fs("ports")), derived: ports, why: "the API server fills a new port's protocol (and hostPort on the host network)"},
-		{source: at(fs("env")), derived: []path{fieldRef}, why: "the API server fills a new fieldRef's apiVersion"},
-		{source: at(fs("lifecycle")), derived: hooks, why: "the API server fills a new lifecycle hook's httpGet scheme, path and protocol"},
-		{source: at(fs("resources"), fs("limits")), below: true, podOnly: true,
-			derived: []path{at(fs("resources"), fs("requests")), at(fs("resources"), fs("requests"), anyKey)},
-			why:     "the API server copies a Pod container's limits to its missing requests"},
-	}
-	return append(rules, probeRules...)
+	return out
 }
 
-var podSpecRules = func() []defaultRule {
-	var rules []defaultRule
-	for _, l := range []string{"containers", "initContainers", "ephemeralContainers"} {
-		rules = append(rules, containerRules(l)...)
+func pathOf(p apidefaults.Path) path {
+	out := make(path, len(p))
+	for i, s := range p {
+		switch {
+		case s.Item:
+			out[i] = seg{list: true, glob: true, keyField: s.Key}
+		case s.Field == apidefaults.AnyField:
+			out[i] = seg{field: anyField}
+		default:
+			out[i] = seg{field: s.Field}
+		}
 	}
-	vol := ph(fs("volumes"), anyElement)
-	at := func(rest ...seg) path { return append(append(path(nil), vol...), rest...) }
-	modes := []path{at(fs("secret"), fs("defaultMode")), at(fs("configMap"), fs("defaultMode")), at(fs("downwardAPI"), fs("defaultMode")), at(fs("projected"), fs("defaultMode")),
-		at(fs("hostPath"), fs("type")), at(fs("emptyDir")), at(fs("projected"), fs("sources"), seg{list: true, glob: true, keyField: "name"}, fs("serviceAccountToken"), fs("expirationSeconds")),
-		at(fs("image"), fs("pullPolicy"))}
-	rules = append(rules,
-		defaultRule{source: vol, derived: modes, why: "the API server fills a new volume's source defaults (defaultMode, hostPath type, emptyDir)"},
-		defaultRule{source: ph(fs("serviceAccountName")), below: true, derived: []path{ph(fs("serviceAccount"))}, why: "the API server copies serviceAccountName to serviceAccount"},
-		defaultRule{source: ph(fs("serviceAccount")), below: true, derived: []path{ph(fs("serviceAccountName"))}, why: "the API server copies serviceAccount to a missing serviceAccountName"},
-		defaultRule{source: ph(fs("hostNetwork")), below: true, derived: []path{
-			ph(fs("containers"), anyElement, fs("ports"), seg{list: true, glob: true, keyField: "containerPort"}, fs("hostPort")),
-			ph(fs("initContainers"), anyElement, fs("ports"), seg{list: true, glob: true, keyField: "containerPort"}, fs("hostPort")),
-		}, why: "on the host network the API server copies container ports to missing host ports"},
-		defaultRule{source: ph(fs("resources")), below: true, podOnly: true, derived: []path{ph(fs("resources"), fs("requests"), anyKey), ph(fs("resources"), fs("limits"), anyKey), ph(fs("resources"), fs("requests")), ph(fs("resources"), fs("limits"))},
-			why: "the API server derives a Pod's pod-level requests and limits from its pod-level and container resources"},
-	)
-	// Container resources feed the pod-level ones as well.
-	for _, l := range []string{"containers", "initContainers"} {
-		rules = append(rules, defaultRule{source: ph(fs(l), anyElement, fs("resources")), below: true, podOnly: true,
-			derived: []path{ph(fs("resources"), fs("requests"), anyKey), ph(fs("resources"), fs("limits"), anyKey)},
-			why:     "the API server derives a Pod's pod-level requests and limits from its containers' resources"})
-	}
-	// The pod spec itself, and its securityContext, always exist once an object is admitted (a
-	// Pod's spec and a template's spec are structs the API server defaults on decoding), so the
-	// spec-level defaults (dnsPolicy, restartPolicy, ...) never appear between mutations.
-	return rules
-}()
-
-// absoluteRules are defaults of other kinds that derive one field from another.
-var absoluteRules = []defaultRule{
-	{absolute: true, kinds: []string{"/ReplicationController"}, source: ph(fs("spec"), fs("template"), fs("metadata"), fs("labels")), below: true,
-		derived: []path{ph(fs("metadata"), fs("labels"), anyKey), ph(fs("spec"), fs("selector"), anyKey)},
-		why:     "the API server copies a ReplicationController's template labels to its missing labels and selector"},
-	{absolute: true, kinds: []string{"/Service"}, source: ph(fs("spec"), fs("ports"), seg{list: true, glob: true, keyField: "port"}),
-		derived: []path{ph(fs("spec"), fs("ports"), seg{list: true, glob: true, keyField: "port"}, fs("protocol")), ph(fs("spec"), fs("ports"), seg{list: true, glob: true, keyField: "port"}, fs("targetPort"))},
-		why:     "the API server fills a new Service port's protocol and targetPort"},
-}
-
-// podSpecRoots: where each kind holds a pod spec.
-var podSpecRoots = map[string]path{
-	"/Pod":                   ph(fs("spec")),
-	"/PodTemplate":           ph(fs("template"), fs("spec")),
-	"/ReplicationController": ph(fs("spec"), fs("template"), fs("spec")),
-	"apps/Deployment":        ph(fs("spec"), fs("template"), fs("spec")),
-	"apps/ReplicaSet":        ph(fs("spec"), fs("template"), fs("spec")),
-	"apps/StatefulSet":       ph(fs("spec"), fs("template"), fs("spec")),
-	"apps/DaemonSet":         ph(fs("spec"), fs("template"), fs("spec")),
-	"batch/Job":              ph(fs("spec"), fs("template"), fs("spec")),
-	"batch/CronJob":          ph(fs("spec"), fs("jobTemplate"), fs("spec"), fs("template"), fs("spec")),
+	return out
 }
 
 // podSpecSources[kind][i] is podSpecRules[i].source below the kind's pod spec, joined once.

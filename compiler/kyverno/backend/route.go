@@ -390,6 +390,9 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if installed.guard == cel.False {
 		return nil, 0, leftOut("Kyverno's configuration (its resource filters or excluded users) skips every request its rules match")
 	}
+	if err := defaultingBetween(p, rules); err != nil {
+		return nil, 0, err
+	}
 	if err := imagesBefore(p, rules, opts, use); err != nil {
 		return nil, 0, err
 	}

@@ -612,6 +612,10 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 // anywhere, or a condition or global anchor as a string.
 func itemAnchored(v any) bool { return anchoredBy(v, "(<+") }
 
+// ItemAnchored is itemAnchored, for the planning of mutations: such an item patches the items
+// the list has, and adds none.
+func ItemAnchored(v any) bool { return itemAnchored(v) }
+
 // anchoredBy: does v hold a key anchored by one of kinds anywhere, or a string value that reads
 // as a condition or global anchor (which Kyverno's hasAnchors finds in scalars)?
 func anchoredBy(v any, kinds string) bool {

@@ -187,3 +187,159 @@ func readChain(e Expr, name string) ([]string, bool) {
 	}
 	return nil, false
 }
+
+// AnyStep is a step of a Read that the expression computes: any item of a list, any key of a
+// map.
+const AnyStep = "\x00*"
+
+// Read is a place an expression reads below an identifier: the chain of field names (AnyStep
+// for a computed step), and whether only the place's presence is read (Shallow: x[?k].orValue(null)
+// compared with null, x[?k].hasValue(), size(x), a comprehension's walk over x's items).
+type Read struct {
+	Chain   []string
+	Shallow bool
+}
+
+// ReadsDeep lists the places below the identifier name that e reads, following comprehensions:
+// the element variable of a comprehension over a place is that place's items (AnyStep), and a
+// binding of a place ([p].map(v, body)[0], as Let writes it) that place. A use of name (or of
+// a variable bound to a place) other than through such chains reads the whole place.
+func ReadsDeep(e Expr, name string) []Read {
+	r := &deepReads{}
+	r.walk(e, map[string][]string{name: {}})
+	return r.out
+}
+
+type deepReads struct{ out []Read }
+
+// chainOf reads e as a place: a bound identifier followed by fields and indices (a computed
+// index is AnyStep, its key walked), and x.orValue(d) as x's place (d walked).
+func (r *deepReads) chainOf(e Expr, env map[string][]string) ([]string, bool) {
+	switch x := e.(type) {
+	case ident:
+		c, ok := env[x.name]
+		return append([]string(nil), c...), ok
+	case field:
+		c, ok := r.chainOf(x.operand, env)
+		return append(c, x.name), ok
+	case index:
+		c, ok := r.chainOf(x.operand, env)
+		if !ok {
+			return nil, false
+		}
+		if s, isStr := strValue(x.key); isStr {
+			return append(c, s), true
+		}
+		r.walk(x.key, env)
+		return append(c, AnyStep), true
+	case call:
+		if x.fn == "orValue" && x.target != nil && len(x.args) == 1 {
+			if c, ok := r.chainOf(x.target, env); ok {
+				r.walk(x.args[0], env)
+				return c, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func (r *deepReads) walk(e Expr, env map[string][]string) {
+	isNull := func(e Expr) bool { l, ok := e.(lit); return ok && l.text == "null" }
+	switch x := e.(type) {
+	case binary:
+		// present: x[?k].orValue(null) != null (or ==).
+		// present, x[?k].orValue(null) != null (or ==), and x != null for a place x.
+		if (x.op == "!=" || x.op == "==") && isNull(x.r) {
+			if c, ok := x.l.(call); ok && c.fn == "orValue" && len(c.args) == 1 && isNull(c.args[0]) {
+				if ch, ok := r.chainOf(c.target, env); ok {
+					r.out = append(r.out, Read{Chain: ch, Shallow: true})
+					return
+				}
+			}
+			if ch, ok := r.chainOf(x.l, env); ok {
+				r.out = append(r.out, Read{Chain: ch, Shallow: true})
+				return
+			}
+		}
+	case call:
+		switch {
+		case x.fn == "hasValue" && x.target != nil && len(x.args) == 0:
+			if ch, ok := r.chainOf(x.target, env); ok {
+				r.out = append(r.out, Read{Chain: ch, Shallow: true})
+				return
+			}
+		case x.fn == "size" && x.target == nil && len(x.args) == 1:
+			if ch, ok := r.chainOf(x.args[0], env); ok {
+				r.out = append(r.out, Read{Chain: append(ch, AnyStep), Shallow: true})
+				return
+			}
+		}
+		if vars := comprehensionVars(x); vars > 0 && x.target != nil {
+			inner := make(map[string][]string, len(env)+2)
+			for k, v := range env {
+				inner[k] = v
+			}
+			var names []string
+			for _, a := range x.args[:vars] {
+				names = append(names, a.(ident).name)
+				delete(inner, a.(ident).name)
+			}
+			elem := names[len(names)-1]
+			if l, ok := x.target.(listExpr); ok && len(l.elems) == 1 && x.fn == "map" && vars == 1 {
+				// A binding: the variable is the place itself.
+				if ch, ok := r.chainOf(l.elems[0], env); ok {
+					inner[elem] = ch
+				} else {
+					r.walk(l.elems[0], env)
+				}
+			} else if ch, ok := r.chainOf(x.target, env); ok {
+				r.out = append(r.out, Read{Chain: append(append([]string(nil), ch...), AnyStep), Shallow: true})
+				inner[elem] = append(ch, AnyStep)
+			} else {
+				r.walk(x.target, env)
+			}
+			for _, a := range x.args[vars:] {
+				r.walk(a, inner)
+			}
+			return
+		}
+	}
+	if ch, ok := r.chainOf(e, env); ok {
+		r.out = append(r.out, Read{Chain: ch})
+		return
+	}
+	eachChild(e, func(k Expr) bool {
+		r.walk(k, env)
+		return true
+	})
+}
+
+// comprehensionVars is how many variables the comprehension call x binds (its first
+// arguments): 0 when x is not one.
+func comprehensionVars(x call) int {
+	idents := 0
+	for _, a := range x.args {
+		if _, ok := a.(ident); !ok {
+			break
+		}
+		idents++
+	}
+	switch x.fn {
+	case "transformList", "transformMap", "transformMapEntry":
+		if idents >= 2 && len(x.args) >= 3 {
+			return 2
+		}
+	case "all", "exists", "exists_one":
+		if idents >= 2 && len(x.args) == 3 {
+			return 2
+		}
+		if idents >= 1 && len(x.args) == 2 {
+			return 1
+		}
+	case "map", "filter", "sortBy":
+		if idents >= 1 && len(x.args) >= 2 {
+			return 1
+		}
+	}
+	return 0
+}

@@ -2,6 +2,8 @@ package cel
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +60,30 @@ func TestReads(t *testing.T) {
 		if got := Reads(c.e, "object"); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("Reads(%s) = %q; want %q", String(c.e), got, c.want)
 		}
+	}
+}
+
+// TestReadsDeep: comprehensions read their places' items through their element variable, a
+// binding reads its place, presence tests and sizes are shallow, a bare use reads all.
+func TestReadsDeep(t *testing.T) {
+	obj := Ident("object")
+	containers := Index(Index(obj, Str("spec")), Str("containers"))
+	x := Ident("x")
+	e := Method(containers, "transformList", Ident("i"), x,
+		Cond(Bin("!=", Method(OptIndex(x, Str("name")), "orValue", Null()), Null()),
+			List(Index(Index(x, Str("resources")), Str("limits"))),
+			List(Let("v", Index(obj, Str("metadata")), Index(Ident("v"), Str("labels"))))))
+	e = Bin("+", e, List(Call("size", Index(Index(obj, Str("spec")), Str("volumes"))), Call("string", Ident("object"))))
+	var got []string
+	for _, r := range ReadsDeep(e, "object") {
+		s := strings.ReplaceAll(strings.Join(r.Chain, "."), AnyStep, "*")
+		if r.Shallow {
+			s += " (shallow)"
+		}
+		got = append(got, s)
+	}
+	want := []string{"spec.containers.* (shallow)", "spec.containers.*.name (shallow)", "spec.containers.*.resources.limits", "metadata.labels", "spec.volumes.* (shallow)", ""}
+	if !slices.Equal(got, want) {
+		t.Errorf("ReadsDeep = %q, want %q", got, want)
 	}
 }

@@ -142,14 +142,18 @@ var PodSpecRoots = map[string]Path{
 }
 
 // Defaulted is a field the API server may fill after a mutation, as the chain of field names
-// down to it (list items left out: the chain stands for the field in every item), and why.
+// down to it (AnyField for a list's items: the chain stands for the field in every item), and
+// why.
 type Defaulted struct {
 	Fields []string
 	Why    string
+	// Only, when set, is the one key the filled map can hold (a container's requests made
+	// from its limits, one key of which was written).
+	Only string
 }
 
 // After lists the fields the API server may fill in an object of the kind ("group/Kind") right
-// after a mutation that writes at w, a chain of field names with list items left out. Every
+// after a mutation that writes at w, a chain of field names with AnyField for list items. Every
 // item of a list stands for all of them, so the answer is conservative.
 func After(kind string, w []string) []Defaulted {
 	var out []Defaulted
@@ -159,7 +163,21 @@ func After(kind string, w []string) []Defaulted {
 			return
 		}
 		for _, d := range r.Derived {
-			out = append(out, Defaulted{Fields: Chain(slices.Concat(root, d)), Why: r.Why})
+			f := Chain(slices.Concat(root, d))
+			// Keys copied from the source map to its sibling (a container's limits to its
+			// requests): where one key of the source is written, that key only, and a
+			// sibling the default creates holds only it (had the source held others before,
+			// the sibling would have been made then).
+			only := ""
+			if n := len(src); r.Below && len(w) > n && Prefix(src[:n-1], f) {
+				switch {
+				case len(f) == n+1 && f[n] == AnyField:
+					f[n] = w[n]
+				case len(f) == n && f[n-1] != src[n-1]:
+					only = w[n]
+				}
+			}
+			out = append(out, Defaulted{Fields: f, Why: r.Why, Only: only})
 		}
 	}
 	if root, ok := PodSpecRoots[kind]; ok {
@@ -177,11 +195,13 @@ func After(kind string, w []string) []Defaulted {
 	return out
 }
 
-// Chain is the path's field names, its list items left out.
+// Chain is the path's field names, AnyField for a list's items.
 func Chain(p Path) []string {
 	var out []string
 	for _, s := range p {
-		if !s.Item {
+		if s.Item {
+			out = append(out, AnyField)
+		} else {
 			out = append(out, s.Field)
 		}
 	}

@@ -34,9 +34,16 @@ func (w write) fills(d []string) bool {
 	}
 	var holds func(v any, rest []string) bool // can v hold a missing rest?
 	holds = func(v any, rest []string) bool {
+		if len(rest) == 0 {
+			return false // d is written itself
+		}
 		switch x := v.(type) {
 		case []any:
-			return slices.ContainsFunc(x, func(e any) bool { return holds(e, rest) })
+			if rest[0] != apidefaults.AnyField {
+				return true // not a list where the schema has one: anything
+			}
+			// Items with anchors patch the list's items, and add none.
+			return slices.ContainsFunc(x, func(e any) bool { return !lower.ItemAnchored(e) && holds(e, rest[1:]) })
 		case string:
 			return strings.Contains(x, "{{") // a variable's value can be a map holding it
 		case map[string]any:
@@ -70,33 +77,82 @@ func (w write) fills(d []string) bool {
 // server can default after an earlier one's mutation.
 func defaultingBetween(p *kyverno.Policy, rules []emitted) error {
 	for j, y := range rules {
-		reads := cel.Reads(y.e, "object")
-		if len(reads) == 0 {
-			continue
-		}
 		for _, x := range rules[:j] {
-			for _, k := range defaultedKinds(x.kinds, y.kinds) {
-				for _, w := range writesOf(x) {
-					for _, d := range apidefaults.After(k, w.at) {
-						if !w.fills(d.Fields) {
-							continue
-						}
-						for _, r := range reads {
-							if !apidefaults.Prefix(r, d.Fields) && !apidefaults.Prefix(d.Fields, r) {
-								continue
-							}
-							what := fmt.Sprintf("the rule %s", x.rule.Name)
-							if x.rule == y.rule {
-								what = fmt.Sprintf("its foreach[%d]", x.entry)
-							}
-							return problem(p, y.rule, "", fmt.Errorf("reads %s, which the API server can default after %s writes %s (%s), between the two mutations: Kyverno runs a policy's rules with no defaulting in between; not supported: write both in one rule's patch", apidefaults.String(d.Fields), what, apidefaults.String(w.at), d.Why))
-						}
+			if c, ok := coupled(x, y); ok {
+				what := fmt.Sprintf("the rule %s", x.rule.Name)
+				if x.rule == y.rule {
+					what = fmt.Sprintf("its foreach[%d]", x.entry)
+				}
+				return problem(p, y.rule, "", fmt.Errorf("reads %s, which the API server can default after %s writes %s (%s), between the two mutations: Kyverno runs a policy's rules with no defaulting in between; not supported: write both in one rule's patch", apidefaults.String(c.read), what, apidefaults.String(c.write), c.why))
+			}
+		}
+	}
+	return nil
+}
+
+// defaultingAcross is, for each compiled policy (by index) with a rule that reads a field the
+// API server can default after a rule of another compiled policy for the same objects writes,
+// why it is refused: Kyverno's webhook runs every policy before the result is defaulted, the
+// API server defaults after each mutation of each policy, and can run that policy first. rules
+// are each policy's (nil: not compiled).
+func defaultingAcross(ps []*kyverno.Policy, rules [][]emitted) map[int]error {
+	out := map[int]error{}
+	for j, ys := range rules {
+		for i, xs := range rules {
+			if i == j || out[j] != nil {
+				continue
+			}
+			for _, y := range ys {
+				for _, x := range xs {
+					if c, ok := coupled(x, y); ok && out[j] == nil {
+						out[j] = problem(ps[j], y.rule, "", fmt.Errorf("reads %s, which the API server can default after the rule %s of %s writes %s (%s): Kyverno's webhook runs every policy before the result is defaulted, while the API server defaults after each policy's mutations and can run that policy first; not supported: write both in one rule's patch", apidefaults.String(c.read), x.rule.Name, ps[i].Object(), apidefaults.String(c.write), c.why))
 					}
 				}
 			}
 		}
 	}
-	return nil
+	return out
+}
+
+// coupling is a field x writes, one the API server can default after it, and what y reads of it.
+type coupling struct {
+	write, read []string
+	why         string
+}
+
+// coupled says whether y reads a field the API server can default after x's mutation, where
+// they run for the same objects.
+func coupled(x, y emitted) (coupling, bool) {
+	// A presence test of a map y writes into only chooses between merging into it and
+	// creating it with what y writes: either gives the same object, defaulted or not.
+	yw := writesOf(y)
+	reads := slices.DeleteFunc(cel.ReadsDeep(y.e, "object"), func(r cel.Read) bool {
+		return r.Shallow && slices.ContainsFunc(yw, func(w write) bool { return len(w.at) > len(r.Chain) && apidefaults.Prefix(r.Chain, w.at) })
+	})
+	if len(reads) == 0 {
+		return coupling{}, false
+	}
+	for _, k := range defaultedKinds(x.kinds, y.kinds) {
+		for _, w := range writesOf(x) {
+			for _, d := range apidefaults.After(k, w.at) {
+				if !w.fills(d.Fields) {
+					continue
+				}
+				for _, r := range reads {
+					// Filling d changes a value read at, above or below it, and the presence
+					// of what it fills (of a map holding one key, that key only).
+					n := len(d.Fields)
+					if d.Only != "" && len(r.Chain) > n && r.Chain[n] != d.Only && r.Chain[n] != apidefaults.AnyField {
+						continue
+					}
+					if apidefaults.Prefix(d.Fields, r.Chain) || !r.Shallow && apidefaults.Prefix(r.Chain, d.Fields) {
+						return coupling{write: w.at, read: d.Fields, why: d.Why}, true
+					}
+				}
+			}
+		}
+	}
+	return coupling{}, false
 }
 
 // defaultedKinds are the kinds ("group/Kind") both rules run for, as apidefaults names them (a
@@ -130,11 +186,10 @@ func defaultedKinds(a, b []gk) []string {
 }
 
 // writesOf are the places a rule (or foreach entry) can write, as chains of field names with
-// list items left out (apidefaults' convention). A write that can create or replace list items
-// (a keyed item the list may lack, an operation on an item's own path, an add through an index)
-// is a write of the list; a strategic merge item with anchors patches items the list has, as
-// does a foreach's item of its own element, so those write below them; an add also writes the
-// maps it can create on the way.
+// AnyField for list items (apidefaults' convention). A keyed strategic merge item the list may
+// lack writes the list (with the items, for write.fills); an item with anchors patches items the
+// list has, as does a foreach's item of its own element, so those write below the items; an
+// add at a list's end creates the item and the maps below it.
 func writesOf(m emitted) []write {
 	if m.entry >= 0 {
 		return entryWrites(m.rule.ForEach[m.entry], nil)
@@ -142,44 +197,46 @@ func writesOf(m emitted) []write {
 	return append(smpWrites(m.rule.StrategicMerge, nil, nil), opsWrites(m.rule.JSON6902, nil)...)
 }
 
-// entryWrites are a foreach entry's writes; element is the path of the enclosing entry's list
-// (its items are the elements), nil at the top.
-func entryWrites(fe kyverno.ForEach, element []string) []write {
+// entryWrites are a foreach entry's writes; elements are the lists of the enclosing entries
+// (their items are the elements), none at the top.
+func entryWrites(fe kyverno.ForEach, elements [][]string) []write {
 	list, err := lower.ListPath(fe.List)
-	if element != nil {
-		list, err = elementListPath(fe.List, element)
+	if len(elements) > 0 {
+		list, err = elementListPath(fe.List, elements[len(elements)-1])
 	}
 	if err != nil {
 		return []write{{at: []string{}}} // anything
 	}
-	out := smpWrites(fe.StrategicMerge, nil, list)
-	out = append(out, opsWrites(fe.JSON6902, list)...)
+	elements = append(slices.Clone(elements), list)
+	out := smpWrites(fe.StrategicMerge, nil, elements)
+	out = append(out, opsWrites(fe.JSON6902, elements)...)
 	for _, sub := range fe.ForEach {
-		out = append(out, entryWrites(sub, list)...)
+		out = append(out, entryWrites(sub, elements)...)
 	}
 	return out
 }
 
-// elementListPath is a nested entry's list (element.<path>) below the enclosing list.
-func elementListPath(list string, element []string) ([]string, error) {
+// elementListPath is a nested entry's list (element.<path>) below the items of the enclosing
+// list.
+func elementListPath(list string, enclosing []string) ([]string, error) {
 	s := strings.TrimSuffix(strings.TrimSpace(list), "[]")
 	_, rest, ok := strings.Cut(s, ".")
 	if !ok {
 		return nil, fmt.Errorf("not a path")
 	}
-	var out []string
+	out := append(slices.Clone(enclosing), apidefaults.AnyField)
 	for _, f := range strings.Split(rest, ".") {
 		if f == "" || strings.ContainsAny(f, `"[]|(){}`) {
 			return nil, fmt.Errorf("not a path of names")
 		}
 		out = append(out, f)
 	}
-	return slices.Concat(element, out), nil
+	return out, nil
 }
 
-// smpWrites are the writes of a strategic merge patch at the path at; element is a foreach's
-// list, whose item in the patch is the element (nil: none).
-func smpWrites(m map[string]any, at, element []string) []write {
+// smpWrites are the writes of a strategic merge patch at the path at; elements are the lists of
+// a foreach and the entries it is in, whose items in the patch are their elements.
+func smpWrites(m map[string]any, at []string, elements [][]string) []write {
 	var out []write
 	for k, v := range m {
 		if k == "$patch" || strings.Contains(k, "{{") {
@@ -197,19 +254,19 @@ func smpWrites(m map[string]any, at, element []string) []write {
 		switch x := v.(type) {
 		case map[string]any:
 			if len(x) > 0 {
-				out = append(out, smpWrites(x, path, element)...)
+				out = append(out, smpWrites(x, path, elements)...)
 				continue
 			}
 		case []any:
 			if len(x) == 1 {
-				if item, ok := x[0].(map[string]any); ok && (slices.Equal(path, element) || lower.ItemAnchored(item)) {
+				if item, ok := x[0].(map[string]any); ok && (slices.ContainsFunc(elements, func(e []string) bool { return slices.Equal(e, path) }) || lower.ItemAnchored(item)) {
 					rest := map[string]any{}
 					for ik, iv := range item {
 						if ik != "name" {
 							rest[ik] = iv
 						}
 					}
-					out = append(out, smpWrites(rest, path, nil)...)
+					out = append(out, smpWrites(rest, append(path, apidefaults.AnyField), elements)...)
 					continue
 				}
 			}
@@ -221,34 +278,33 @@ func smpWrites(m map[string]any, at, element []string) []write {
 	return out
 }
 
-// opsWrites are the writes of JSON patch operations; element is a foreach's list, whose item
-// {{elementIndex}} is the element (nil: none).
-func opsWrites(ops []kyverno.Op, element []string) []write {
+// opsWrites are the writes of JSON patch operations; elements are the lists of a foreach and
+// the entries it is in, whose items a variable index ({{elementIndex}}) names. A list item is an
+// AnyField step: an operation on an item's own path writes the item; an add at a list's end
+// creates the item, and the maps below it on the way.
+func opsWrites(ops []kyverno.Op, elements [][]string) []write {
 	var out []write
 	for _, op := range ops {
 		var chain []string
-		item := false // the last token is a list item
-		created := -1 // where an add can start creating maps (after the last item)
+		created := -1 // where an add can start creating nodes
 		for _, t := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
 			t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 			if t == "-" || isIndex(t) || strings.Contains(t, "{{") {
-				if op.Op == "add" && !(slices.Equal(chain, element) && strings.Contains(t, "{{")) {
-					out = append(out, write{at: slices.Clone(chain)}) // an add through an index can create the item
+				// An add at a list's end creates the item. One through an index past the end
+				// makes null items and an item of the rest of the path, which lacks what the
+				// lists of a Pod spec require (a name, a port): the API server refuses such an
+				// object whatever it is defaulted with, so only "-" counts.
+				if created < 0 && t == "-" {
+					created = len(chain) + 1 // the item itself
 				}
-				item, created = true, len(chain)
+				chain = append(chain, apidefaults.AnyField)
 				continue
 			}
 			chain = append(chain, t)
-			item = false
-		}
-		if item && !slices.Equal(chain, element) {
-			out = append(out, write{at: chain}) // the item itself: the list
-			continue
 		}
 		out = append(out, write{at: chain})
-		if op.Op == "add" && created >= 0 {
-			// The maps below the item (a container's securityContext, lifecycle, ...).
-			for n := created + 1; n < len(chain); n++ {
+		if op.Op == "add" && created > 0 {
+			for n := created; n < len(chain); n++ {
 				out = append(out, write{at: slices.Clone(chain[:n])})
 			}
 		}

@@ -5,14 +5,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mapc-dev/mapc/cel"
+	"github.com/mapc-dev/mapc/compiler/apidefaults"
 	"github.com/mapc-dev/mapc/compiler/kyverno"
+	"github.com/mapc-dev/mapc/compiler/route"
+	"github.com/mapc-dev/mapc/compiler/source"
 )
 
 // TestWriteFills: a new env item fills a fieldRef's apiVersion only where it has a fieldRef
 // (or a variable that can be one) and no apiVersion.
 func TestWriteFills(t *testing.T) {
-	d := []string{"spec", "containers", "env", "valueFrom", "fieldRef", "apiVersion"}
-	at := []string{"spec", "containers", "env"}
+	d := []string{"spec", "containers", apidefaults.AnyField, "env", apidefaults.AnyField, "valueFrom", "fieldRef", "apiVersion"}
+	at := []string{"spec", "containers", apidefaults.AnyField, "env"}
 	for _, tc := range []struct {
 		item any
 		want bool
@@ -31,32 +35,102 @@ func TestWriteFills(t *testing.T) {
 	}
 }
 
+// TestAnyStep: the reads' computed steps are the defaults' list items.
+func TestAnyStep(t *testing.T) {
+	if cel.AnyStep != apidefaults.AnyField {
+		t.Fatal("cel.AnyStep and apidefaults.AnyField differ")
+	}
+}
+
 // TestOpsWrites: an operation below a foreach's element writes below it; an add at a list's
-// end or through an index writes the list (it can create the item), and the maps it can create
-// below the item.
+// end writes the new item, and the maps it can create below it.
 func TestOpsWrites(t *testing.T) {
 	str := func(ws []write) []string {
 		var out []string
 		for _, w := range ws {
-			out = append(out, strings.Join(w.at, "."))
+			out = append(out, strings.ReplaceAll(strings.Join(w.at, "."), apidefaults.AnyField, "*"))
 		}
 		slices.Sort(out)
 		return out
 	}
-	el := []string{"spec", "containers"}
+	el := [][]string{{"spec", "containers"}}
 	for _, tc := range []struct {
 		op      kyverno.Op
-		element []string
+		element [][]string
 		want    []string
 	}{
-		{kyverno.Op{Op: "add", Path: "/spec/containers/{{elementIndex}}/image"}, el, []string{"spec.containers.image"}},
-		{kyverno.Op{Op: "add", Path: "/spec/containers/-"}, nil, []string{"spec.containers", "spec.containers"}},
-		{kyverno.Op{Op: "add", Path: "/spec/containers/0/securityContext/runAsUser"}, nil, []string{"spec.containers", "spec.containers.securityContext", "spec.containers.securityContext.runAsUser"}},
-		{kyverno.Op{Op: "replace", Path: "/spec/containers/0"}, nil, []string{"spec.containers"}},
+		{kyverno.Op{Op: "add", Path: "/spec/containers/{{elementIndex}}/image"}, el, []string{"spec.containers.*.image"}},
+		{kyverno.Op{Op: "add", Path: "/spec/containers/-"}, nil, []string{"spec.containers.*"}},
+		{kyverno.Op{Op: "add", Path: "/spec/containers/0/securityContext/runAsUser"}, nil, []string{"spec.containers.*.securityContext.runAsUser"}},
+		{kyverno.Op{Op: "add", Path: "/spec/containers/0/env/-/valueFrom/fieldRef"}, nil, []string{"spec.containers.*.env.*", "spec.containers.*.env.*.valueFrom", "spec.containers.*.env.*.valueFrom.fieldRef"}},
+		{kyverno.Op{Op: "replace", Path: "/spec/containers/0"}, nil, []string{"spec.containers.*"}},
 		{kyverno.Op{Op: "add", Path: "/metadata/labels/a~1b"}, nil, []string{"metadata.labels.a/b"}},
 	} {
 		if got := str(opsWrites([]kyverno.Op{tc.op}, tc.element)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s %s: %q, want %q", tc.op.Op, tc.op.Path, got, tc.want)
+		}
+	}
+}
+
+// TestDefaultingAcrossPolicies: a policy reading a field the API server can default after
+// another compiled policy's mutation for the same objects is refused, naming the writer; one
+// for other kinds, or writing nothing defaulting fills the field from (a sidecar without
+// limits: the reader reads the requests), is not.
+func TestDefaultingAcrossPolicies(t *testing.T) {
+	setsRequest := `      patchStrategicMerge:
+        spec:
+          containers:
+          - (name): "*"
+            resources:
+              requests:
+                +(memory): 256Mi`
+	for _, tc := range []struct {
+		name, other string
+		refused     bool
+	}{
+		{"a memory limit", imagesPolicy("writer", "Pod", `      patchStrategicMerge:
+        spec:
+          containers:
+          - (name): "*"
+            resources:
+              limits:
+                +(memory): 1Gi`), true},
+		{"a sidecar", imagesPolicy("writer", "Pod", `      patchStrategicMerge:
+        spec:
+          containers:
+          - name: proxy
+            image: proxy:1`), false},
+		{"a sidecar with a memory limit", imagesPolicy("writer", "Pod", `      patchStrategicMerge:
+        spec:
+          containers:
+          - name: proxy
+            image: proxy:1
+            resources:
+              limits:
+                memory: 1Gi`), true},
+		{"labels", imagesPolicy("writer", "Pod", setsLabel), false},
+		{"a memory limit of Deployments", imagesPolicy("writer", "Deployment", `      patchStrategicMerge:
+        spec:
+          template:
+            spec:
+              containers:
+              - (name): "*"
+                resources:
+                  limits:
+                    +(memory): 1Gi`), false},
+	} {
+		docs, err := source.Parse("p.yaml", []byte(imagesPolicy("reader", "Pod", setsRequest)+tc.other))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := Route{}.Compile(docs, route.Options{})
+		got := len(out.Problems) > 0
+		if got != tc.refused {
+			t.Errorf("%s: refused %v, want %v (%v)", tc.name, got, tc.refused, out.Problems)
+			continue
+		}
+		if got && (len(out.Problems) != 1 || !strings.Contains(out.Problems[0].Error(), "ClusterPolicy/reader") || !strings.Contains(out.Problems[0].Error(), "ClusterPolicy/writer")) {
+			t.Errorf("%s: %v, want the reader refused, naming the writer", tc.name, out.Problems)
 		}
 	}
 }

@@ -22,10 +22,12 @@ import (
 // one, or at a path a variable names. Other fields of the containers (imagePullPolicy under a
 // condition on the image, resources, env) change nothing of them.
 
-// imagesUse is what a compiled policy reads and changes of the images.
-type imagesUse struct {
+// policyUse is what the checks across compiled policies need of one: what it reads and changes
+// of the images, and its rules (for defaultingAcross).
+type policyUse struct {
 	// Reads are the rules that read images; Changes those that can change the images.
 	Reads, Changes []kindedRule
+	Rules          []emitted
 }
 
 type kindedRule struct {
@@ -35,7 +37,7 @@ type kindedRule struct {
 
 // imagesBefore refuses the policy's rules reading images after something of the policy that can
 // change the images, and records its readers and changers in use.
-func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *imagesUse) error {
+func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *policyUse) error {
 	for i, m := range rules {
 		if changesImages(m) {
 			use.Changes = append(use.Changes, kindedRule{m.rule, m.kinds})
@@ -66,7 +68,7 @@ func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *i
 // imagesAcross is, for each policy (by index) that reads images beside another compiled policy
 // that can change the containers' images of the same kinds, why it is refused: the API server can run
 // that policy first. uses are the compiled policies' (nil: not compiled).
-func imagesAcross(ps []*kyverno.Policy, uses []*imagesUse) map[int]error {
+func imagesAcross(ps []*kyverno.Policy, uses []*policyUse) map[int]error {
 	out := map[int]error{}
 	for i, u := range uses {
 		if u == nil {

@@ -114,7 +114,7 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		notes    []diag.Note
 		pol      *emit.Policy
 		mayFail  bool
-		images   *imagesUse
+		use      *policyUse
 		err      error
 	}
 	results := make([]result, len(docs))
@@ -122,17 +122,26 @@ func (Route) Compile(docs []*source.Document, opts route.Options) *route.Output 
 		r := &results[i]
 		r.p, r.problems, r.notes = kyverno.Read(docs[i])
 		if r.p != nil && len(r.problems) == 0 {
-			r.pol, r.mayFail, r.images, r.err = compilePolicy(env, r.p, cfg, opts)
+			r.pol, r.mayFail, r.use, r.err = compilePolicy(env, r.p, cfg, opts)
 		}
 	})
 	ps := make([]*kyverno.Policy, len(results))
-	uses := make([]*imagesUse, len(results))
+	uses := make([]*policyUse, len(results))
 	for i, r := range results {
 		if ps[i] = r.p; r.err == nil && r.pol != nil {
-			uses[i] = r.images
+			uses[i] = r.use
 		}
 	}
 	for i, err := range imagesAcross(ps, uses) {
+		results[i].err = err
+	}
+	rules := make([][]emitted, len(uses))
+	for i, u := range uses {
+		if u != nil && results[i].err == nil {
+			rules[i] = u.Rules
+		}
+	}
+	for i, err := range defaultingAcross(ps, rules) {
 		results[i].err = err
 	}
 	for i, d := range docs {
@@ -234,15 +243,15 @@ func problem(p *kyverno.Policy, r *kyverno.Rule, sub string, err error) error {
 
 // compilePolicy builds the policy's MutatingAdmissionPolicy: one JSONPatch mutation per rule (per
 // entry of a foreach), in order.
-func compilePolicy(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, bool, *imagesUse, error) {
-	var use imagesUse
+func compilePolicy(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options) (*emit.Policy, bool, *policyUse, error) {
+	var use policyUse
 	pol, mayFail, err := compileRules(env, p, cfg, opts, &use)
 	return pol, mayFail > 0, &use, err
 }
 
 // compileRules builds the policy and counts its rules that can fail. cfg is Kyverno's
 // configuration (nil: its defaults).
-func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options, use *imagesUse) (*emit.Policy, int, error) {
+func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts route.Options, use *policyUse) (*emit.Policy, int, error) {
 	resources := emit.NewResources(opts.CRDs)
 	var muts []emit.Mutation
 	var kinds []gk
@@ -393,6 +402,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if err := defaultingBetween(p, rules); err != nil {
 		return nil, 0, err
 	}
+	use.Rules = rules
 	if err := imagesBefore(p, rules, opts, use); err != nil {
 		return nil, 0, err
 	}

@@ -559,7 +559,8 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 	// The items that decide the +(key) anchors: the first, and the first that passes.
 	jv, yv := g.fresh("j"), g.fresh("y")
 	first := cel.Index(cur, cel.Int(0))
-	firstPassing := cel.Index(cel.Method(cur, "transformList", cel.Ident(jv), cel.Ident(yv), passes(cel.Ident(yv)), cel.Ident(yv)), cel.Int(0))
+	// By its index: what it reads of the item stays a path of the list's items.
+	firstPassing := cel.Index(cur, cel.Index(cel.Method(cur, "transformList", cel.Ident(jv), cel.Ident(yv), passes(cel.Ident(yv)), cel.Ident(jv)), cel.Int(0)))
 	if len(conds) == 0 {
 		firstPassing = first
 	}

@@ -23,16 +23,11 @@ import (
 // anyField is a path segment matching every object field (a ResourceList's keys, a label).
 const anyField = apidefaults.AnyField
 
-// defaultRule: writing at (or above) Source — or, with Below, also beneath it — may make the
-// API server fill the Derived fields. Paths are relative to a pod spec unless Absolute.
+// defaultRule is an apidefaults.Rule (its flags and why) with its paths as this package's.
 type defaultRule struct {
-	source   path
-	below    bool
-	derived  []path
-	podOnly  bool     // only for Pods (pod templates are not defaulted this way)
-	kinds    []string // "group/Kind" the rule is for when absolute
-	absolute bool
-	why      string
+	apidefaults.Rule
+	source  path
+	derived []path
 }
 
 // The rules, shared with the other front ends, are apidefaults'; their paths become this
@@ -52,7 +47,7 @@ var (
 func rulesOf(rs []apidefaults.Rule) []defaultRule {
 	out := make([]defaultRule, len(rs))
 	for i, r := range rs {
-		out[i] = defaultRule{source: pathOf(r.Source), below: r.Below, podOnly: r.PodOnly, kinds: r.Kinds, absolute: r.Absolute, why: r.Why}
+		out[i] = defaultRule{Rule: r, source: pathOf(r.Source)}
 		for _, d := range r.Derived {
 			out[i].derived = append(out[i].derived, pathOf(d))
 		}
@@ -127,20 +122,20 @@ func (fp *footprint) defaultsAfter() []defaulted {
 	}
 	try := func(r defaultRule, root, src path) {
 		for _, w := range written {
-			if prefixOf(w, src) || r.below && prefixOf(src, w) {
+			if prefixOf(w, src) || r.Below && prefixOf(src, w) {
 				for _, d := range r.derived {
 					d = specialize(join(root, d), w)
 					if fp.valueKeeps(w, d) || fp.valueKeeps(fp.full, d) || fp.writesItself(d) {
 						continue
 					}
-					add(d, r.why)
+					add(d, r.Why)
 				}
 			}
 		}
 		for _, c := range fp.creates {
 			if len(c) == len(src) && prefixOf(c, src) {
 				for _, d := range r.derived {
-					add(specialize(join(root, d), c), r.why)
+					add(specialize(join(root, d), c), r.Why)
 				}
 			}
 		}
@@ -150,14 +145,14 @@ func (fp *footprint) defaultsAfter() []defaulted {
 			continue
 		}
 		for i, r := range podSpecRules {
-			if r.podOnly && k != "/Pod" {
+			if r.PodOnly && k != "/Pod" {
 				continue
 			}
 			try(r, root, podSpecSources[k][i])
 		}
 	}
 	for _, r := range absoluteRules {
-		for _, k := range r.kinds {
+		for _, k := range r.Kinds {
 			if applies(k) {
 				try(r, nil, r.source)
 				break

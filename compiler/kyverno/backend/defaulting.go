@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mapc-dev/mapc/cel"
@@ -289,7 +290,7 @@ func opsWrites(ops []kyverno.Op, elements [][]string) []write {
 		created := -1 // where an add can start creating nodes
 		for _, t := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
 			t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-			if t == "-" || isIndex(t) || strings.Contains(t, "{{") {
+			if _, err := strconv.Atoi(t); err == nil || t == "-" || strings.Contains(t, "{{") {
 				// An add at a list's end creates the item. One through an index past the end
 				// makes null items and an item of the rest of the path, which lacks what the
 				// lists of a Pod spec require (a name, a port): the API server refuses such an
@@ -310,17 +311,4 @@ func opsWrites(ops []kyverno.Op, elements [][]string) []write {
 		}
 	}
 	return out
-}
-
-func isIndex(t string) bool {
-	t = strings.TrimPrefix(t, "-")
-	if t == "" {
-		return false
-	}
-	for _, r := range t {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

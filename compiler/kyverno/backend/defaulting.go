@@ -202,8 +202,10 @@ func writesOf(m emitted) []write {
 // (their items are the elements), none at the top.
 func entryWrites(fe kyverno.ForEach, elements [][]string) []write {
 	list, err := lower.ListPath(fe.List)
-	if len(elements) > 0 {
-		list, err = elementListPath(fe.List, elements[len(elements)-1])
+	if d := len(elements); d > 0 {
+		var below []string
+		below, err = lower.ElementListPath(fe.List, d)
+		list = slices.Concat(elements[d-1], []string{apidefaults.AnyField}, below)
 	}
 	if err != nil {
 		return []write{{at: []string{}}} // anything
@@ -215,24 +217,6 @@ func entryWrites(fe kyverno.ForEach, elements [][]string) []write {
 		out = append(out, entryWrites(sub, elements)...)
 	}
 	return out
-}
-
-// elementListPath is a nested entry's list (element.<path>) below the items of the enclosing
-// list.
-func elementListPath(list string, enclosing []string) ([]string, error) {
-	s := strings.TrimSuffix(strings.TrimSpace(list), "[]")
-	_, rest, ok := strings.Cut(s, ".")
-	if !ok {
-		return nil, fmt.Errorf("not a path")
-	}
-	out := append(slices.Clone(enclosing), apidefaults.AnyField)
-	for _, f := range strings.Split(rest, ".") {
-		if f == "" || strings.ContainsAny(f, `"[]|(){}`) {
-			return nil, fmt.Errorf("not a path of names")
-		}
-		out = append(out, f)
-	}
-	return out, nil
 }
 
 // smpWrites are the writes of a strategic merge patch at the path at; elements are the lists of

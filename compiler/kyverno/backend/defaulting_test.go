@@ -134,3 +134,19 @@ func TestDefaultingAcrossPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryWrites: a nested entry's operations below its own element and the enclosing one's
+// write below the items, adding none.
+func TestEntryWrites(t *testing.T) {
+	fe := kyverno.ForEach{List: "request.object.spec.containers", ForEach: []kyverno.ForEach{{
+		List:     "element.env",
+		JSON6902: []kyverno.Op{{Op: "add", Path: "/spec/containers/{{elementIndex0}}/env/{{elementIndex1}}/value"}},
+	}}}
+	var got []string
+	for _, w := range entryWrites(fe, nil) {
+		got = append(got, strings.ReplaceAll(strings.Join(w.at, "."), apidefaults.AnyField, "*"))
+	}
+	if want := []string{"spec.containers.*.env.*.value"}; !slices.Equal(got, want) {
+		t.Errorf("entryWrites = %q, want %q", got, want)
+	}
+}

@@ -640,6 +640,13 @@ func ListPath(list string) ([]string, error) {
 	return path, err
 }
 
+// ElementListPath is the path below the enclosing element of the list of a foreach nested depth
+// deep (an error when it is not a path of names below element or element<depth-1>).
+func ElementListPath(list string, depth int) ([]string, error) {
+	path, _, err := elementPathOf(list, depth)
+	return path, err
+}
+
 // cutSpread cuts a final [] (Kyverno's flatten) off a foreach list.
 func cutSpread(list string) (string, bool) {
 	s := strings.TrimSpace(list)

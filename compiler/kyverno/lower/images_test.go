@@ -76,7 +76,7 @@ func TestSplicedText(t *testing.T) {
 		{inner: "request.object.spec.containers", err: "raw string"},
 	} {
 		v := `{{ to_upper('{{` + tc.inner + `}}') }}`
-		_, _, err := Substitute(map[string]any{"x": v}, sc, "f")
+		_, _, err := SubstituteCases(map[string]any{"x": v}, sc, "f")
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: %v, want error %q", v, err, tc.err)
 		}

@@ -599,6 +599,9 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 		}
 		whens, each = append(whens, cel.And(when...)), append(each, ops)
 	}
+	if !slices.ContainsFunc(each, func(e cel.Expr) bool { return !cel.IsEmpty(e) }) {
+		return cel.List(), nil // every copy is empty: nothing is patched or moved
+	}
 	body := each[len(each)-1]
 	for n := len(each) - 2; n >= 0; n-- {
 		body = cel.CondList(whens[n], each[n], body)

@@ -53,20 +53,13 @@ type expr struct {
 	src   string // the variable as written, where the value is one ("" otherwise), for messages
 }
 
-// Substitute replaces the variables in v's strings with the CEL expressions of their values:
-// a string that is one variable takes the variable's value, of whatever type; a string with
-// variables in it takes their values as strings. It also returns every variable's expression:
-// Kyverno substitutes all of a rule's variables before it patches, and fails the rule when one
-// has no value, wherever it is.
-//
-// v is a patch: a variable that can be null is refused where it is a value of its own, since
-// Kyverno's patch reads a null as removing the field.
-func Substitute(v any, sc Scope, field string) (any, []cel.Expr, error) {
-	out, all, _, err := substitute(v, sc, field, false)
-	return out, all, err
-}
+// Substitution replaces the variables in a patch's strings with the CEL expressions of their
+// values: a string that is one variable takes the variable's value, of whatever type; a string
+// with variables in it takes their values as strings. It also gives every variable's
+// expression: Kyverno substitutes all of a rule's variables before it patches, and fails the
+// rule when one has no value, wherever it is.
 
-// SubstituteText is Substitute for the value of a patchesJson6902 operation. Kyverno substitutes
+// SubstituteText is the substitution for the value of a patchesJson6902 operation. Kyverno substitutes
 // the variables in the operations' YAML text before it parses it (the field is a string), each
 // as its text: a string as it is, anything else as its JSON. Every variable of an operation is in
 // a quoted scalar, which stays a string: "{{x}}" is x's text, where Substitute gives x's value; or
@@ -90,8 +83,8 @@ type PatchCase struct {
 	Patch any
 }
 
-// SubstituteCases is Substitute for a patch whose variables can be null where they are values of
-// their own. Kyverno's substitution leaves the null in the patch, which its merge then reads as
+// SubstituteCases is the substitution for a strategic merge patch, whose variables can be null
+// where they are values of their own. Kyverno's substitution leaves the null in the patch, which its merge then reads as
 // a null written there (a removal, or nothing behind +(key)): the patch is given once for each
 // combination of its distinct nullable variables being null or not — with null written in, or
 // with the variable known not to be null —, each with the condition that selects it. The cases

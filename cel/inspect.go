@@ -194,7 +194,7 @@ const AnyStep = "\x00*"
 
 // Read is a place an expression reads below an identifier: the chain of field names (AnyStep
 // for a computed step), and whether only the place's presence is read (Shallow: x[?k].orValue(null)
-// compared with null, x[?k].hasValue(), size(x), a comprehension's walk over x's items).
+// compared with null, x[?k].hasValue(), type(x), size(x), a comprehension's walk over x's items).
 type Read struct {
 	Chain   []string
 	Shallow bool
@@ -265,6 +265,12 @@ func (r *deepReads) walk(e Expr, env map[string][]string) {
 		switch {
 		case x.fn == "hasValue" && x.target != nil && len(x.args) == 0:
 			if ch, ok := r.chainOf(x.target, env); ok {
+				r.out = append(r.out, Read{Chain: ch, Shallow: true})
+				return
+			}
+		case x.fn == "type" && x.target == nil && len(x.args) == 1:
+			// A place's type: filling fields below it never changes it.
+			if ch, ok := r.chainOf(x.args[0], env); ok {
 				r.out = append(r.out, Read{Chain: ch, Shallow: true})
 				return
 			}

@@ -73,7 +73,8 @@ func TestReadsDeep(t *testing.T) {
 		Cond(Bin("!=", Method(OptIndex(x, Str("name")), "orValue", Null()), Null()),
 			List(Index(Index(x, Str("resources")), Str("limits"))),
 			List(Let("v", Index(obj, Str("metadata")), Index(Ident("v"), Str("labels"))))))
-	e = Bin("+", e, List(Call("size", Index(Index(obj, Str("spec")), Str("volumes"))), Call("string", Ident("object"))))
+	e = Bin("+", e, List(Call("size", Index(Index(obj, Str("spec")), Str("volumes"))), Call("string", Ident("object")),
+		Bin("==", Call("type", Index(obj, Str("status"))), Ident("list"))))
 	var got []string
 	for _, r := range ReadsDeep(e, "object") {
 		s := strings.ReplaceAll(strings.Join(r.Chain, "."), AnyStep, "*")
@@ -82,7 +83,7 @@ func TestReadsDeep(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	want := []string{"spec.containers.* (shallow)", "spec.containers.*.name (shallow)", "spec.containers.*.resources.limits", "metadata.labels", "spec.volumes.* (shallow)", ""}
+	want := []string{"spec.containers.* (shallow)", "spec.containers.*.name (shallow)", "spec.containers.*.resources.limits", "metadata.labels", "spec.volumes.* (shallow)", "", "status (shallow)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ReadsDeep = %q, want %q", got, want)
 	}

@@ -263,6 +263,32 @@ func smpWrites(m map[string]any, at []string, elements [][]string) []write {
 	return out
 }
 
+// literalValue is v, a JSON patch operation's value, as write.value: nil (unknown) where
+// write.fills would read it as a strategic merge patch's, an item of it with an anchor, or where
+// a variable's text in a plain scalar makes it.
+func literalValue(v any) any {
+	var plain func(v any) bool
+	plain = func(v any) bool {
+		switch x := v.(type) {
+		case kyverno.PlainText:
+			return false
+		case []any:
+			return !slices.ContainsFunc(x, func(e any) bool { return !plain(e) })
+		case map[string]any:
+			for _, e := range x {
+				if !plain(e) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if lower.ItemAnchored(v) || !plain(v) {
+		return nil
+	}
+	return v
+}
+
 // opsWrites are the writes of JSON patch operations; elements are the lists of a foreach and
 // the entries it is in, whose items a variable index ({{elementIndex}}) names. A list item is an
 // AnyField step: an operation on an item's own path writes the item; an add at a list's end
@@ -287,7 +313,11 @@ func opsWrites(ops []kyverno.Op, elements [][]string) []write {
 			}
 			chain = append(chain, t)
 		}
-		out = append(out, write{at: chain})
+		w := write{at: chain}
+		if op.Op == "add" || op.Op == "replace" {
+			w.value = literalValue(op.Value)
+		}
+		out = append(out, w)
 		if op.Op == "add" && created > 0 {
 			for n := created; n < len(chain); n++ {
 				out = append(out, write{at: slices.Clone(chain[:n])})

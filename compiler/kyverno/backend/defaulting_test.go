@@ -150,3 +150,53 @@ func TestEntryWrites(t *testing.T) {
 		t.Errorf("entryWrites = %q, want %q", got, want)
 	}
 }
+
+// TestDefaultingJSONPatchValues: a JSON patch's value says what the API server can fill in what
+// it adds (an emptyDir volume: nothing), and testing a place's type reads none of its fields: a
+// sidecar beside a volume and its mount added by JSON patch compiles; a default of what the
+// API server fills in the added volume (a secret's defaultMode) is refused.
+func TestDefaultingJSONPatchValues(t *testing.T) {
+	mounts := func(source string) string {
+		return imagesPolicy("mounts", "Deployment", `      patchesJson6902: |-
+        - op: add
+          path: /spec/template/spec/volumes/-
+          value:
+            name: shared
+            `+source+`
+        - op: add
+          path: /spec/template/spec/containers/0/volumeMounts/-
+          value:
+            name: shared
+            mountPath: /shared`)
+	}
+	sidecar := func(volume string) string {
+		return imagesPolicy("sidecar", "Deployment", `      patchStrategicMerge:
+        spec:
+          template:
+            spec:
+              containers:
+              - name: agent
+                image: agent:1
+              volumes:
+              - name: shared
+                `+volume)
+	}
+	for _, tc := range []struct {
+		name, policies string
+		refused        bool
+	}{
+		{"emptyDir volumes", mounts("emptyDir: {medium: Memory}") + sidecar("emptyDir: {medium: Memory}"), false},
+		{"a secret's default mode", mounts("secret: {secretName: s}") + sidecar("secret: {+(defaultMode): 256}"), true},
+		{"a secret's name", mounts("secret: {secretName: s}") + sidecar("secret: {secretName: t}"), false},
+		{"a variable's value", mounts(`emptyDir: "{{ request.object.metadata.labels.dir }}"`) + sidecar("emptyDir: {+(medium): Memory}"), true},
+	} {
+		docs, err := source.Parse("p.yaml", []byte(tc.policies))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := Route{}.Compile(docs, route.Options{})
+		if got := len(out.Problems) > 0; got != tc.refused {
+			t.Errorf("%s: refused %v, want %v (%v)", tc.name, got, tc.refused, out.Problems)
+		}
+	}
+}

@@ -545,8 +545,9 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 	if err != nil {
 		return nil, err
 	}
-	if len(adds) > maxAddAnchors {
-		return nil, errorf(field, "%d +(key) anchors in a patch item with anchors: more than %d are not supported (each decision is a case of its own)", len(adds), maxAddAnchors)
+	linear := len(adds) > 0 && g.linearAdds(rest, adds)
+	if !linear && len(adds) > maxAddAnchors {
+		return nil, errorf(field, "%d +(key) anchors in a patch item with anchors: more than %d are not supported here (each decision is a case of its own where the item holds $patch, a null behind an anchor, or a key both with and without one)", len(adds), maxAddAnchors)
 	}
 	passes := func(item cel.Expr) cel.Expr {
 		cs := make([]cel.Expr, len(conds))
@@ -577,6 +578,24 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 	}
 	rank := cel.Call("size", cel.Method(cur, "transformList", cel.Ident(jv), cel.Ident(yv),
 		cel.And(cel.Bin("<", cel.Ident(jv), i), selected(cel.Ident(yv))), cel.True))
+	if linear {
+		body, err := g.decidedItem(p.Index(i), x, rest, adds, lacks, s, field, named)
+		if err != nil {
+			return nil, err
+		}
+		body = concat([]cel.Expr{body, cel.List(moveOp(p.Index(i), p.Index(rank)))})
+		if !named {
+			// A copy left empty (no plain key, every anchor dropped) patches and moves nothing.
+			kept := slices.Clone(lacks)
+			if plain, _ := pruned(decideAdds(rest, 0, adds, nil)).(map[string]any); len(plain) > 0 {
+				kept = append(kept, cel.True)
+			}
+			body = cel.Guarded(cel.Or(kept...), body)
+		}
+		body = cel.Guarded(selected(x), body)
+		ops := cel.Method(cel.Method(cur, "transformList", i, x, body), "flatten")
+		return cel.Guarded(present(parent, name), ops), nil
+	}
 	// One case per combination of the decisions (bit n set: the n-th key is kept).
 	var whens, each []cel.Expr
 	for c := 0; c < 1<<len(adds); c++ {
@@ -637,6 +656,130 @@ func anchoredBy(v any, kinds string) bool {
 		return kind == "(" || kind == "<"
 	}
 	return false
+}
+
+// linearAdds: can the +(key) anchors adds of the patch item's fields rest be lowered one by one
+// (decidedItem), rather than one case per combination of the decisions? Not where rest holds a
+// directive, an anchor's value is null or prunes to nothing, or a key is written both with an
+// anchor and without.
+func (g *smp) linearAdds(rest map[string]any, adds []addAnchor) bool {
+	if hasDirective(rest) {
+		return false
+	}
+	plain := decideAdds(rest, 0, adds, nil)
+	for _, a := range adds {
+		v := anchorValue(rest, a)
+		if v == nil || prunable(v) {
+			return false
+		}
+		at := any(plain)
+		for _, k := range a.path {
+			m, _ := at.(map[string]any)
+			at = m[k]
+		}
+		if m, ok := at.(map[string]any); ok {
+			if _, both := m[a.key]; both {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// anchorValue is the value of the +(key) anchor a in the patch item's fields rest.
+func anchorValue(rest map[string]any, a addAnchor) any {
+	m := rest
+	for _, k := range a.path {
+		m, _ = m[k].(map[string]any)
+	}
+	return m["+("+a.key+")"]
+}
+
+// decidedItem merges the copy of the patch item's fields rest that Kyverno's walk decides into
+// the item x at p, without a case per combination of the decisions: first the fields without
+// anchors, then each map on the way to a kept anchor's key that neither the item nor those
+// fields have (empty, in order from the top), then each kept key (kept[n]: the n-th anchor of
+// adds is kept), merged as a field without anchor. What the item has is read from x as the
+// request brings it: a map created on the way holds none of the keys, and the plain fields
+// never write an anchor's key (linearAdds).
+func (g *smp) decidedItem(p cel.Pointer, x cel.Expr, rest map[string]any, adds []addAnchor, kept []cel.Expr, s *openapi.ResourceSchema, field string, named bool) (cel.Expr, error) {
+	plain, _ := pruned(decideAdds(rest, 0, adds, nil)).(map[string]any)
+	var parts []cel.Expr
+	if len(plain) > 0 || named {
+		ops, err := g.mapOps(p, x, plain, s, field, false)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, ops)
+	}
+	at := func(path []string) (cel.Pointer, cel.Expr, *openapi.ResourceSchema, cel.Expr) {
+		ptr, cur, sch := p, x, s
+		var has []cel.Expr
+		for _, k := range path {
+			has = append(has, present(cur, k))
+			ptr, cur = ptr.Child(k), cel.Index(cur, cel.Str(k))
+			if sch != nil {
+				sch = sch.Field(k)
+			}
+		}
+		return ptr, cur, sch, cel.And(has...)
+	}
+	// The maps on the way, each once, from the top.
+	var ways [][]string
+	for _, a := range adds {
+		for n := 1; n <= len(a.path); n++ {
+			if w := a.path[:n]; !slices.ContainsFunc(ways, func(v []string) bool { return slices.Equal(v, w) }) {
+				ways = append(ways, w)
+			}
+		}
+	}
+	slices.SortStableFunc(ways, func(a, b []string) int { return len(a) - len(b) })
+	for _, w := range ways {
+		if m, _ := patchAt(plain, w).(map[string]any); m != nil {
+			continue // the fields without anchors make it
+		}
+		var below []cel.Expr
+		for n, a := range adds {
+			if len(a.path) >= len(w) && slices.Equal(a.path[:len(w)], w) {
+				below = append(below, kept[n])
+			}
+		}
+		ptr, _, _, has := at(w)
+		parts = append(parts, cel.Guarded(cel.And(cel.Not(has), cel.Or(below...)), cel.List(cel.PatchOp("add", ptr, cel.Map(nil, nil)))))
+	}
+	for n, a := range adds {
+		v := anchorValue(rest, a)
+		f := join(field, strings.Join(append(slices.Clone(a.path), a.key), "."))
+		ptr, cur, sch, has := at(a.path)
+		merged, err := g.mapOps(ptr, cur, map[string]any{a.key: v}, sch, f, false)
+		if err != nil {
+			return nil, err
+		}
+		var fs *openapi.ResourceSchema
+		if sch != nil {
+			fs = sch.Field(a.key)
+		}
+		val, err := fresh(pruned(v), f, fs)
+		if err != nil {
+			return nil, err
+		}
+		created := cel.List(cel.PatchOp("add", ptr.Child(a.key), val))
+		if len(a.path) == 0 {
+			parts = append(parts, cel.Guarded(kept[n], merged))
+			continue
+		}
+		parts = append(parts, cel.Guarded(kept[n], cel.CondList(has, merged, created)))
+	}
+	return concat(parts), nil
+}
+
+// patchAt is the patch v's value at path (nil where it has none).
+func patchAt(v any, path []string) any {
+	for _, k := range path {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
 }
 
 // maxAddAnchors bounds the +(key) anchors of a patch item with anchors.

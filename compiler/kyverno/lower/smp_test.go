@@ -2,6 +2,7 @@ package lower
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -105,5 +106,29 @@ func TestSubstituteCases(t *testing.T) {
 	}
 	if _, _, err := SubstituteCases(map[string]any{"metadata": map[string]any{"labels": many}}, sc, ""); err == nil || !strings.Contains(err.Error(), "more than 3") {
 		t.Errorf("four nullable variables: %v, want a refusal", err)
+	}
+}
+
+// TestAnchoredItemManyAdds: the +(key) anchors of a list item with anchors are merged one by one,
+// however many; one case per combination of the decisions only where the copy's merge is not
+// that (a $patch in the item), and then up to three.
+func TestAnchoredItemManyAdds(t *testing.T) {
+	item := func(extra map[string]any) map[string]any {
+		m := map[string]any{
+			"(name)": "*",
+			"resources": map[string]any{
+				"requests": map[string]any{"+(memory)": "64Mi", "+(cpu)": "50m"},
+				"limits":   map[string]any{"+(memory)": "256Mi", "+(cpu)": "500m"},
+			},
+		}
+		maps.Copy(m, extra)
+		return map[string]any{"spec": map[string]any{"containers": []any{m}}}
+	}
+	if _, _, err := StrategicMerge("v1", "Pod", item(nil)); err != nil {
+		t.Errorf("four anchors: %v", err)
+	}
+	_, _, err := StrategicMerge("v1", "Pod", item(map[string]any{"securityContext": map[string]any{"$patch": "replace", "runAsNonRoot": true}}))
+	if err == nil || !strings.Contains(err.Error(), "4 +(key) anchors") {
+		t.Errorf("four anchors beside a $patch: %v, want refused", err)
 	}
 }

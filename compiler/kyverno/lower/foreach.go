@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -634,7 +635,7 @@ func itemOf(patch any, path []string, name string) (map[string]any, error) {
 }
 
 // ListPath is the path below request.object of a foreach's list (an error when the list is not
-// a path of names below request.object, with or without a final []).
+// a path of names below request.object, with or without a final [] or || `[]`).
 func ListPath(list string) ([]string, error) {
 	path, _, err := listPathOf(list)
 	return path, err
@@ -647,9 +648,21 @@ func ElementListPath(list string, depth int) ([]string, error) {
 	return path, err
 }
 
-// cutSpread cuts a final [] (Kyverno's flatten) off a foreach list.
+// cutSpread cuts a final [] (Kyverno's flatten) off a foreach list, or a final || `[]`, which
+// gives what [] gives on a list of objects: its items, and none where the path has no value.
 func cutSpread(list string) (string, bool) {
 	s := strings.TrimSpace(list)
+	if i := strings.LastIndex(s, "||"); i >= 0 {
+		lit := strings.TrimSpace(s[i+2:])
+		var items []any
+		if inner, ok := strings.CutPrefix(lit, "`"); ok && strings.HasSuffix(inner, "`") && json.Unmarshal([]byte(inner[:len(inner)-1]), &items) == nil && items != nil && len(items) == 0 {
+			s = strings.TrimSpace(s[:i])
+			if rest, ok := strings.CutSuffix(s, "[]"); ok {
+				s = strings.TrimSpace(rest)
+			}
+			return s, true
+		}
+	}
 	if rest, ok := strings.CutSuffix(s, "[]"); ok {
 		return strings.TrimSpace(rest), true
 	}
@@ -662,7 +675,7 @@ func listPathOf(list string) ([]string, bool, error) {
 	s, spread := cutSpread(list)
 	segs, err := pathOf(s)
 	if err != nil {
-		return nil, false, fmt.Errorf("%q: %v (a path below request.object is supported, with or without a final [])", list, err)
+		return nil, false, fmt.Errorf("%q: %v (a path below request.object is supported, with or without a final [] or || `[]`)", list, err)
 	}
 	if len(segs) < 3 || segs[0] != "request" || segs[1] != "object" {
 		return nil, false, fmt.Errorf("%q: only a list below request.object is supported yet", list)
@@ -694,7 +707,7 @@ func elementPathOf(list string, depth int) ([]string, bool, error) {
 	s, spread := cutSpread(list)
 	segs, err := pathOf(s)
 	if err != nil {
-		return nil, false, fmt.Errorf("%q: %v (a path below the enclosing element is supported, with or without a final [])", list, err)
+		return nil, false, fmt.Errorf("%q: %v (a path below the enclosing element is supported, with or without a final [] or || `[]`)", list, err)
 	}
 	if len(segs) < 2 || segs[0] != "element" && segs[0] != fmt.Sprintf("element%d", depth-1) {
 		return nil, false, fmt.Errorf("%q: only a list below the enclosing element (element.<path>) is supported in a nested foreach yet", list)

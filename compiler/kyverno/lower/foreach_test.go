@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,5 +21,28 @@ func TestForEachNeedsFlatten(t *testing.T) {
 	e, err := ForEach("v1", "Pod", fe, "foreach[0]", Scope{Features: cel.Features{Flatten: true, Lists: true, TwoVar: true, Semver: true}})
 	if err != nil || !strings.Contains(cel.String(e), "flatten") {
 		t.Errorf("for 1.35: %v, %v", err, e)
+	}
+}
+
+// TestListPathDefaultEmpty: a foreach list ending in || `[]` reads as the path with a final []
+// (its items, none where it has no value); another default, or one that is not an empty JSON
+// list, is not a path.
+func TestListPathDefaultEmpty(t *testing.T) {
+	for list, want := range map[string]bool{
+		"request.object.spec.initContainers || `[]`":      true,
+		"request.object.spec.initContainers[] || ` [ ] `": true,
+		"request.object.spec.initContainers[]":            true,
+		"request.object.spec.initContainers":              false,
+		"request.object.spec.initContainers || '[]'":      false,
+		"request.object.spec.initContainers || `[1]`":     false,
+		"request.object.spec.initContainers || `null`":    false,
+		"request.object.spec.initContainers || `{}`":      false,
+	} {
+		s, spread := cutSpread(list)
+		path, err := ListPath(list)
+		ok := err == nil && slices.Equal(path, []string{"spec", "initContainers"})
+		if spread != want || want && (!ok || s != "request.object.spec.initContainers") {
+			t.Errorf("%q: spread %v (%q), path %q (%v); want spread %v", list, spread, s, path, err, want)
+		}
 	}
 }

@@ -226,6 +226,9 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 				return loweredLoop{}, errorf(field+".patchStrategicMerge", "%v", err)
 			}
 			if itemAnchored(rest) {
+				if ops, ok, err := r.anchoredEntry(fe, d, lp, pre, rest, len(cases), besideOps != nil || eachOps != nil, field); ok || err != nil {
+					return loweredLoop{ops: ops}, err
+				}
 				// processListOfMaps: see conditionalItems.
 				return loweredLoop{}, errorf(field+".patchStrategicMerge", "anchors in the patched item of %s are not supported yet: Kyverno then patches every item of the list with it (the name it gives replaced by each item's), its +(key) anchors decided on the list's first item", strings.Join(lp.path, "."))
 			}
@@ -536,6 +539,54 @@ func (r *forEachLowering) besideOps(beside map[string]any, field string) (cel.Ex
 		return nil, errorf(field, "%v", err)
 	}
 	return cel.Guarded(cond, ops), nil
+}
+
+// anchoredEntry lowers a top-level entry whose strategic merge patches an item with anchors
+// (rest: its fields but the element's name) into its own list of containers. Kyverno's
+// preprocessing patches every container of the list with such an item, its name replaced by
+// each container's (see conditionalItems), once for each element; where the item reads no
+// variable, each time after the first patches nothing new: the first container now has every
+// key the first time kept (so each +(key) is dropped) and the keys without anchors again, and
+// the patched containers are first already. So it is the item's patch once, where the loop
+// has an element (a list missing fails the rule as the loop does). ok is false where that does
+// not hold: the entry is nested, reads a variable there or has per-element preconditions, its own context,
+// cases of null variables (cases) or fields beside the list (beside), or the list is another.
+func (r *forEachLowering) anchoredEntry(fe kyverno.ForEach, d int, lp loop, pre cel.Expr, rest map[string]any, cases int, beside bool, field string) (cel.Expr, bool, error) {
+	containerList := len(lp.path) > 0 && slices.Contains(imageLists, lp.path[len(lp.path)-1])
+	if d > 0 || !containerList || pre != cel.True || len(fe.Variables) > 0 || cases != 1 || beside || len(lp.path) == 0 || holdsVariable(rest) {
+		return nil, false, nil
+	}
+	m := maps.Clone(rest)
+	m["name"] = "" // replaced by each container's: the copy keeps a name
+	parent := object
+	for _, k := range lp.path[:len(lp.path)-1] {
+		parent = cel.Index(parent, cel.Str(k))
+	}
+	g := &smp{reach: cel.True}
+	ops, err := g.conditionalItems(lp.at, parent, lp.path[len(lp.path)-1], m, lp.schema.Elements(), field+".patchStrategicMerge", "name")
+	if err != nil {
+		return nil, true, err
+	}
+	i, x := lp.i(), lp.x()
+	some := cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x, cel.Bin("!=", x, cel.Null()), cel.True)), cel.Int(0))
+	return cel.Guarded(some, ops), true, nil
+}
+
+// holdsVariable: does the substituted patch v hold a variable anywhere?
+func holdsVariable(v any) bool {
+	switch x := v.(type) {
+	case expr:
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if holdsVariable(e) {
+				return true
+			}
+		}
+	case []any:
+		return slices.ContainsFunc(x, holdsVariable)
+	}
+	return false
 }
 
 // patchedItem follows a strategic merge patch down the loops' lists to the innermost element's

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -43,6 +44,32 @@ func TestListPathDefaultEmpty(t *testing.T) {
 		ok := err == nil && slices.Equal(path, []string{"spec", "initContainers"})
 		if spread != want || want && (!ok || s != "request.object.spec.initContainers") {
 			t.Errorf("%q: spread %v (%q), path %q (%v); want spread %v", list, spread, s, path, err, want)
+		}
+	}
+}
+
+// TestForEachAnchoredItem: an entry patching its containers with an item that holds anchors is
+// the item's patch once; where each element's patch can differ (a variable in the item,
+// per-element preconditions) or the list is not one of containers, it is refused.
+func TestForEachAnchoredItem(t *testing.T) {
+	item := func(list string, extra map[string]any) kyverno.ForEach {
+		m := map[string]any{"name": "{{ element.name }}", "securityContext": map[string]any{"+(runAsNonRoot)": true}}
+		maps.Copy(m, extra)
+		return kyverno.ForEach{List: "request.object.spec." + list, StrategicMerge: map[string]any{"spec": map[string]any{list: []any{m}}}}
+	}
+	sc := Scope{Features: cel.Features{Flatten: true, Lists: true, TwoVar: true, Semver: true}}
+	if _, err := ForEach("v1", "Pod", item("containers", nil), "foreach[0]", sc); err != nil {
+		t.Errorf("anchored item: %v", err)
+	}
+	withPre := item("initContainers", nil)
+	withPre.Preconditions = &kyverno.Preconditions{All: []kyverno.Condition{{Key: "{{ element.image }}", Operator: "Equals", Value: "*:latest"}}}
+	for name, fe := range map[string]kyverno.ForEach{
+		"a variable in the item":       item("containers", map[string]any{"workingDir": "{{ element.image }}"}),
+		"per-element preconditions":    withPre,
+		"a list other than containers": item("volumes", nil),
+	} {
+		if _, err := ForEach("v1", "Pod", fe, "foreach[0]", sc); err == nil || !strings.Contains(err.Error(), "anchors in the patched item") {
+			t.Errorf("%s: %v, want refused", name, err)
 		}
 	}
 }

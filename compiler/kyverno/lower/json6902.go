@@ -32,6 +32,8 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 		if err != nil {
 			return nil, errorf(field, "%v", err)
 		}
+		item := -1             // where an index inside the path names an item earlier adds went through
+		var through [][]string // the paths of those adds
 		for i, t := range toks {
 			if i == len(toks)-1 {
 				break
@@ -56,12 +58,19 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 				if idx, _ := strconv.Atoi(t); idx > maxPadded {
 					return nil, errorf(field, "the list index %s inside the path is past %d, which is not supported (Kyverno pads a shorter list with nulls up to it)", t, maxPadded)
 				}
-				// The item is read as the object stands: another operation through it would
-				// find it where an earlier one created it.
-				for m, o := range ops {
-					if ot, err := pointer(o.Path); err == nil && m != n && len(ot) > i && slices.Equal(ot[:i+1], toks[:i+1]) {
+				// The item is read as the object stands, or, where earlier adds went through it,
+				// as they left it: the object's, or one they made (addThrough). Other earlier
+				// operations through it, or other indices in the paths, are not followed.
+				for m, o := range ops[:n] {
+					ot, err := pointer(o.Path)
+					if err != nil || len(ot) <= i || !slices.Equal(ot[:i+1], toks[:i+1]) {
+						continue
+					}
+					if o.Op != "add" || item >= 0 && item != i || !indexOnlyAt(ot, i) || !indexOnlyAt(toks, i) {
 						return nil, errorf(field, "a list index inside the path, with operation [%d] (%s %s) through the same item, is not supported: Kyverno finds the item as the earlier operations left it; split them into rules", m, o.Op, o.Path)
 					}
+					item = i
+					through = append(through, ot)
 				}
 			}
 		}
@@ -90,7 +99,11 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 				}
 				return false
 			}
-			parts = append(parts, ensureAdd(cur, base, toks, 0, known, val, always))
+			if item >= 0 {
+				parts = append(parts, addThrough(cur, base, toks, item, through, val, always))
+			} else {
+				parts = append(parts, ensureAdd(cur, base, toks, 0, known, val, always))
+			}
 			done = append(done, toks)
 		case "replace":
 			val, err := valueOf(op.Value)
@@ -186,6 +199,44 @@ func ensureAdd(cur cel.Expr, p cel.Pointer, toks []string, d int, known func(int
 	inLast := ensureAdd(cel.Index(cur, last), p.Index(last), toks, d+1, func(int) bool { return false }, val, nil)
 	appended := cel.List(cel.PatchOp("add", p.Child("-"), created(toks[d+1:], val)))
 	return cel.CondList(isList(cur), cel.CondList(cel.Bin(">", cel.Call("size", cur), cel.Int(0)), inLast, appended), field)
+}
+
+// addThrough adds val at toks, whose token i is an index naming an item that the earlier adds
+// at the paths through went through. Where the object had the item, as ensureAdd below it (what
+// those adds made there known); where it had none, one of them made it (evanphx/json-patch v5's
+// EnsurePathExistsOnAdd), holding only what they made: down that part of the path, then the rest
+// created.
+func addThrough(cur cel.Expr, base cel.Pointer, toks []string, i int, through [][]string, val cel.Expr, always map[string]bool) cel.Expr {
+	made := func(depth int) bool { // an earlier add made toks[:depth+1]
+		return slices.ContainsFunc(through, func(d []string) bool { return len(d) > depth && slices.Equal(d[:depth+1], toks[:depth+1]) })
+	}
+	holder := valueAt(cur, toks[:i])
+	idx, _ := strconv.Atoi(toks[i])
+	at := pointerOf(base, toks[:i+1])
+	had := cel.And(exists(cur, toks[:i], always), cel.Cond(isList(holder), cel.Bin(">", cel.Call("size", holder), cel.Int(int64(idx))), present(holder, toks[i])))
+	inObject := cel.CondList(isList(holder),
+		ensureAdd(cel.Index(holder, cel.Int(int64(idx))), at, toks, i+1, made, val, nil),
+		ensureAdd(cel.Index(holder, cel.Str(toks[i])), at, toks, i+1, made, val, nil))
+	k := i + 1
+	for k < len(toks)-1 && made(k) {
+		k++
+	}
+	inMade := cel.List(cel.PatchOp("add", pointerOf(base, toks), val))
+	if k < len(toks)-1 {
+		inMade = cel.List(cel.PatchOp("add", pointerOf(base, toks[:k+1]), created(toks[k+1:], val)))
+	}
+	return cel.CondList(had, inObject, inMade)
+}
+
+// indexOnlyAt: is token i the only list index inside the path toks (its last token aside, unless
+// that is a negative index)?
+func indexOnlyAt(toks []string, i int) bool {
+	for n, t := range toks {
+		if n != i && (n < len(toks)-1 && (isIndex(t) || t == "-") || n == len(toks)-1 && negative(t) > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // sharesCreated: do the paths a and b go through a common part of the object that an add can

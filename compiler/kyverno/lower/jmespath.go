@@ -720,7 +720,10 @@ func (c *lowering) root(name string) (value, error) {
 		return v, nil
 	}
 	if name == "" {
-		return value{}, c.refuse(`"" is JMESPath's quoted name of a field named "" (here of the context, which has none), not an empty string: write '' for an empty string`)
+		// JMESPath's "" is the quoted name of a field named "" (often meant as an empty string,
+		// which is ''): Kyverno's context has none, so it is a missing field, null to ||.
+		return value{e: fail(`the context has no field named "" (JMESPath's "" is a field's name; an empty string is '')`), t: tNull,
+			missing: true, soft: cel.Null(), st: tNull, simple: true}, nil
 	}
 	return value{}, c.refuse("%s is not supported yet; supported: %s", name, supportedRoots)
 }

@@ -98,10 +98,18 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 	d := len(outer)
 	var lp loop
 	var spread bool
+	var several []string // the lists of a multi-select list (request.object.spec.[initContainers, containers][])
 	if d == 0 {
 		path, sp, err := listPathOf(fe.List)
 		if err != nil {
-			return loweredLoop{}, errorf(field+".list", "%v", err)
+			prefix, lists, ok := multiSelectOf(fe.List)
+			if !ok {
+				return loweredLoop{}, errorf(field+".list", "%v", err)
+			}
+			if fe.StrategicMerge == nil || len(fe.ForEach) > 0 {
+				return loweredLoop{}, errorf(field+".list", "%q: a multi-select list is supported for a strategic merge of fields beside the containers (labels, annotations), not yet for patches of the elements (JSON patch indices count the elements of all the lists)", fe.List)
+			}
+			path, several = prefix, lists
 		}
 		spread = sp
 		lp = loop{path: path, iv: "i", xv: "e", list: object, shape: r.obj, schema: r.schema.Lookup(path...)}
@@ -120,7 +128,26 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		}
 		lp = loop{path: path, iv: fmt.Sprintf("i_%d", d), xv: fmt.Sprintf("e_%d", d), list: o.x(), at: o.at.Index(o.i()), shape: o.shape.item(), schema: s}
 	}
-	if spread {
+	if several != nil {
+		// [a, b, c][]: JMESPath's multi-select list gives each list, or null where there is none,
+		// and the flatten splices the lists; Kyverno's loop neither runs for a null nor counts it
+		// in elementIndex. The way to the lists is always there (a Pod's spec, a template's).
+		at := lp.list
+		for _, s := range lp.path {
+			at = cel.Index(at, cel.Str(s))
+			lp.shape = lp.shape.field(s)
+		}
+		var parts []cel.Expr
+		for _, l := range several {
+			parts = append(parts, cel.Cond(present(at, l), dyn(cel.Index(at, cel.Str(l))), cel.Call("dyn", cel.List())))
+		}
+		lp.list = parts[0]
+		for _, e := range parts[1:] {
+			lp.list = cel.Bin("+", lp.list, e)
+		}
+		lp.shape = lp.shape.field(several[0])
+		lp.schema = nil
+	} else if spread {
 		// list[]: Kyverno's flatten gives null where the path has no value (no elements, where
 		// a plain path fails the rule) and splices the items that are lists. Where the schema
 		// says every step is an object and the items are objects, it is the list itself, or
@@ -192,7 +219,15 @@ func (r *forEachLowering) entry(fe kyverno.ForEach, field string, outer []loop) 
 		raw := fe.StrategicMerge
 		if d == 0 {
 			// Fields beside the way to the list: merged with each element's patch.
-			chain, beside := splitBeside(raw, lp.path)
+			var chain, beside map[string]any
+			if several != nil {
+				if reachesLists(raw, lp.path, several) {
+					return loweredLoop{}, errorf(field+".patchStrategicMerge", "patches the lists of the multi-select list %q, which is not supported yet: only fields beside them (labels, annotations)", fe.List)
+				}
+				chain, beside = map[string]any{}, raw
+			} else {
+				chain, beside = splitBeside(raw, lp.path)
+			}
 			switch {
 			case beside == nil:
 			case len(Variables(beside)) > 0:
@@ -454,6 +489,59 @@ func (r *forEachLowering) besideEach(beside map[string]any, sc Scope, field stri
 		}
 	}
 	return cel.List(ops...), vars, prefix, written, nil
+}
+
+// multiSelectOf reads a foreach list that is a multi-select list of container lists, flattened:
+// request.object.<path>.[ephemeralContainers, initContainers, containers][] (the path below
+// request.object, and the lists).
+func multiSelectOf(list string) ([]string, []string, bool) {
+	s := strings.TrimSpace(list)
+	body, ok := strings.CutSuffix(s, "][]")
+	at := strings.LastIndex(body, ".[")
+	if !ok || at < 0 {
+		return nil, nil, false
+	}
+	segs, err := pathOf(body[:at])
+	if err != nil || len(segs) < 3 || segs[0] != "request" || segs[1] != "object" {
+		return nil, nil, false
+	}
+	prefix, err := names(list, segs[2:])
+	if err != nil {
+		return nil, nil, false
+	}
+	var lists []string
+	for _, l := range strings.Split(body[at+2:], ",") {
+		l = strings.TrimSpace(l)
+		if !slices.Contains(imageLists, l) || slices.Contains(lists, l) {
+			return nil, nil, false
+		}
+		lists = append(lists, l)
+	}
+	return prefix, lists, true
+}
+
+// reachesLists: does the strategic merge patch reach one of the lists below path?
+func reachesLists(patch map[string]any, path, lists []string) bool {
+	var at any = patch
+	for _, k := range path {
+		m, ok := at.(map[string]any)
+		if !ok {
+			return false
+		}
+		if at, ok = m[k]; !ok {
+			return false
+		}
+	}
+	m, ok := at.(map[string]any)
+	if !ok {
+		return at != nil
+	}
+	for k := range m {
+		if slices.Contains(lists, strings.TrimSuffix(strings.TrimLeft(k, "+<("), ")")) || strings.HasPrefix(k, "$") || strings.Contains(k, "{{") {
+			return true
+		}
+	}
+	return false
 }
 
 // hollow: does m hold nothing but maps that hold nothing?

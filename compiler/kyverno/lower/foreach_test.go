@@ -73,3 +73,25 @@ func TestForEachAnchoredItem(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiSelectList: a multi-select list of container lists below request.object, flattened,
+// reads as its way and its lists; other lists, repeats or other shapes do not.
+func TestMultiSelectList(t *testing.T) {
+	for list, want := range map[string][]string{
+		"request.object.spec.[ephemeralContainers, initContainers, containers][]": {"spec", "|", "ephemeralContainers", "initContainers", "containers"},
+		"request.object.spec.template.spec.[initContainers,containers][]":         {"spec", "template", "spec", "|", "initContainers", "containers"},
+		"request.object.spec.[initContainers, volumes][]":                         nil,
+		"request.object.spec.[containers, containers][]":                          nil,
+		"request.object.spec.[initContainers, containers]":                        nil,
+		"element.[initContainers, containers][]":                                  nil,
+	} {
+		prefix, lists, ok := multiSelectOf(list)
+		var got []string
+		if ok {
+			got = append(append(append(got, prefix...), "|"), lists...)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: %q, want %q", list, got, want)
+		}
+	}
+}

@@ -641,7 +641,7 @@ func (r *forEachLowering) besideOps(beside map[string]any, field string) (cel.Ex
 // cases of null variables (cases) or fields beside the list (beside), or the list is another.
 func (r *forEachLowering) anchoredEntry(fe kyverno.ForEach, d int, lp loop, pre cel.Expr, rest map[string]any, cases int, beside bool, field string) (cel.Expr, bool, error) {
 	containerList := len(lp.path) > 0 && slices.Contains(imageLists, lp.path[len(lp.path)-1])
-	if d > 0 || !containerList || pre != cel.True || len(fe.Variables) > 0 || cases != 1 || beside || len(lp.path) == 0 || holdsVariable(rest) {
+	if d > 0 || !containerList || pre != cel.True || len(fe.Variables) > 0 || cases != 1 || beside || len(lp.path) == 0 || hasExpr(rest) {
 		return nil, false, nil
 	}
 	m := maps.Clone(rest)
@@ -658,23 +658,6 @@ func (r *forEachLowering) anchoredEntry(fe kyverno.ForEach, d int, lp loop, pre 
 	i, x := lp.i(), lp.x()
 	some := cel.Bin(">", cel.Call("size", cel.Method(lp.list, "transformList", i, x, cel.Bin("!=", x, cel.Null()), cel.True)), cel.Int(0))
 	return cel.Guarded(some, ops), true, nil
-}
-
-// holdsVariable: does the substituted patch v hold a variable anywhere?
-func holdsVariable(v any) bool {
-	switch x := v.(type) {
-	case expr:
-		return true
-	case map[string]any:
-		for _, e := range x {
-			if holdsVariable(e) {
-				return true
-			}
-		}
-	case []any:
-		return slices.ContainsFunc(x, holdsVariable)
-	}
-	return false
 }
 
 // patchedItem follows a strategic merge patch down the loops' lists to the innermost element's

@@ -638,11 +638,19 @@ func (r *forEachLowering) besideOps(beside map[string]any, field string) (cel.Ex
 // the patched containers are first already. So it is the item's patch once, where the loop
 // has an element (a list missing fails the rule as the loop does). ok is false where that does
 // not hold: the entry is nested, reads a variable there or has per-element preconditions, its own context,
-// cases of null variables (cases) or fields beside the list (beside), or the list is another.
+// cases of null variables (cases) or fields beside the list (beside), the item has condition
+// anchors, or the list is another.
 func (r *forEachLowering) anchoredEntry(fe kyverno.ForEach, d int, lp loop, pre cel.Expr, rest map[string]any, cases int, beside bool, field string) (cel.Expr, bool, error) {
 	containerList := len(lp.path) > 0 && slices.Contains(imageLists, lp.path[len(lp.path)-1])
 	if d > 0 || !containerList || pre != cel.True || len(fe.Variables) > 0 || cases != 1 || beside || len(lp.path) == 0 || hasExpr(rest) {
 		return nil, false, nil
+	}
+	for k := range rest {
+		if kind, _ := anchor(k); kind == "(" || kind == "<" {
+			// The patched containers move first: a +(key) at the item's top is decided the
+			// next time on another container than the first time.
+			return nil, false, nil
+		}
 	}
 	m := maps.Clone(rest)
 	m["name"] = "" // replaced by each container's: the copy keeps a name

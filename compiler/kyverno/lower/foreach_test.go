@@ -67,6 +67,7 @@ func TestForEachAnchoredItem(t *testing.T) {
 		"a variable in the item":       item("containers", map[string]any{"workingDir": "{{ element.image }}"}),
 		"per-element preconditions":    withPre,
 		"a list other than containers": item("volumes", nil),
+		"a condition anchor":           item("containers", map[string]any{"(image)": "*:latest"}),
 	} {
 		if _, err := ForEach("v1", "Pod", fe, "foreach[0]", sc); err == nil || !strings.Contains(err.Error(), "anchors in the patched item") {
 			t.Errorf("%s: %v, want refused", name, err)

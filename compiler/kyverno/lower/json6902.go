@@ -63,11 +63,13 @@ func json6902At(base cel.Pointer, cur cel.Expr, always map[string]bool, ops []ky
 				// operations through it, or other indices in the paths, are not followed.
 				for m, o := range ops[:n] {
 					ot, err := pointer(o.Path)
-					if err != nil || len(ot) <= i || !slices.Equal(ot[:i+1], toks[:i+1]) {
-						continue
+					if err != nil || !overlaps(ot, toks[:i+1]) && !(len(ot) > i && slices.Equal(ot[:i], toks[:i])) {
+						continue // neither the list nor what holds it
 					}
-					if o.Op != "add" || item >= 0 && item != i || !indexOnlyAt(ot, i) || !indexOnlyAt(toks, i) {
-						return nil, errorf(field, "a list index inside the path, with operation [%d] (%s %s) through the same item, is not supported: Kyverno finds the item as the earlier operations left it; split them into rules", m, o.Op, o.Path)
+					// An earlier operation on the list itself, on what holds it, on another of its
+					// items or on this item's place (an insert) can move or make the items.
+					if len(ot) <= i+1 || ot[i] != toks[i] || o.Op != "add" || item >= 0 && item != i || !indexOnlyAt(ot, i) || !indexOnlyAt(toks, i) {
+						return nil, errorf(field, "a list index inside the path, after operation [%d] (%s %s) on the same list, is not supported: Kyverno finds the item as the earlier operations left it (an item added or inserted before, another one made, the list replaced); split them into rules, or add through one item only", m, o.Op, o.Path)
 					}
 					item = i
 					through = append(through, ot)

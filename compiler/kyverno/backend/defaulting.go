@@ -229,11 +229,11 @@ func smpWrites(m map[string]any, at []string, elements [][]string) []write {
 			continue
 		}
 		name := k
-		if strings.HasPrefix(k, "(") || strings.HasPrefix(k, "<(") {
+		switch kind, n := lower.Anchor(k); kind {
+		case "(", "<":
 			continue // a condition writes nothing
-		}
-		if strings.HasPrefix(k, "+(") && strings.HasSuffix(k, ")") {
-			name = k[2 : len(k)-1]
+		case "+":
+			name = n
 		}
 		path := append(slices.Clone(at), name)
 		switch x := v.(type) {
@@ -298,8 +298,7 @@ func opsWrites(ops []kyverno.Op, elements [][]string) []write {
 	for _, op := range ops {
 		var chain []string
 		created := -1 // where an add can start creating nodes
-		for _, t := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
-			t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		for _, t := range lower.PathTokens(op.Path) {
 			if _, err := strconv.Atoi(t); err == nil || t == "-" || strings.Contains(t, "{{") {
 				// An add at a list's end creates the item. One through an index past the end
 				// makes null items and an item of the rest of the path, which lacks what the

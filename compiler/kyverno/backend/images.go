@@ -8,6 +8,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/mapc-dev/mapc/compiler/kyverno"
+	"github.com/mapc-dev/mapc/compiler/kyverno/lower"
 	"github.com/mapc-dev/mapc/compiler/route"
 )
 
@@ -149,7 +150,7 @@ func writesImage(item any) bool {
 		return true
 	}
 	for k := range m {
-		key := strings.TrimSuffix(strings.TrimLeft(k, "+<("), ")")
+		_, key := lower.Anchor(k)
 		switch {
 		case k == "name", k == "(image)", k == "<(image)":
 		case strings.HasPrefix(k, "$"), strings.Contains(k, "{{"), key == "name", key == "image":
@@ -172,7 +173,7 @@ func smpChangesContainers(patch map[string]any, at []string) bool {
 		if strings.Contains(k, "{{") {
 			return true
 		}
-		key := strings.TrimSuffix(strings.TrimLeft(k, "+<("), ")")
+		_, key := lower.Anchor(k)
 		path := append(slices.Clone(at), key)
 		above, _, _ := listAt(path)
 		if !above {
@@ -202,12 +203,7 @@ func isList(path []string) bool {
 // container, or a container's image or name (or a field a variable names)?
 func opsChangeContainers(ops []kyverno.Op) bool {
 	for _, op := range ops {
-		var path []string
-		if op.Path != "" {
-			for _, t := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
-				path = append(path, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
-			}
-		}
+		path := lower.PathTokens(op.Path)
 		above, in, rest := listAt(path)
 		if !above && !in && slices.ContainsFunc(path, func(t string) bool { return strings.Contains(t, "{{") }) {
 			return true // a variable may name the way to a list

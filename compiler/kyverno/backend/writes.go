@@ -25,7 +25,8 @@ func foreachWrites(fe kyverno.ForEach) [][]string {
 				out = append(out, at)
 				continue
 			}
-			path := append(slices.Clone(at), strings.TrimSuffix(strings.TrimLeft(k, "+<("), ")"))
+			_, name := lower.Anchor(k)
+			path := append(slices.Clone(at), name)
 			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
 				smp(sub, path)
 				continue
@@ -36,11 +37,11 @@ func foreachWrites(fe kyverno.ForEach) [][]string {
 	smp(fe.StrategicMerge, nil)
 	for _, op := range fe.JSON6902 {
 		var path []string
-		for _, t := range strings.Split(strings.TrimPrefix(op.Path, "/"), "/") {
-			if op.Path == "" || strings.Contains(t, "{{") {
+		for _, t := range lower.PathTokens(op.Path) {
+			if strings.Contains(t, "{{") {
 				break
 			}
-			path = append(path, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+			path = append(path, t)
 		}
 		out = append(out, path)
 	}

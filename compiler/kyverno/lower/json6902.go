@@ -365,14 +365,24 @@ func pointer(s string) ([]string, error) {
 	if !strings.HasPrefix(s, "/") || s == "/" {
 		return nil, fmt.Errorf("path %q must be a JSON pointer below the object's root", s)
 	}
-	parts := strings.Split(s[1:], "/")
-	for i, p := range parts {
-		if p == "" {
-			return nil, fmt.Errorf("path %q has an empty token", s)
-		}
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	parts := PathTokens(s)
+	if slices.Contains(parts, "") {
+		return nil, fmt.Errorf("path %q has an empty token", s)
 	}
 	return parts, nil
+}
+
+// PathTokens splits a JSON patch operation's path into its unescaped tokens (none for an empty
+// path), as the lowering reads it; the backend's analyses of what a rule writes read paths so.
+func PathTokens(s string) []string {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Split(strings.TrimPrefix(s, "/"), "/")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+	}
+	return parts
 }
 
 func isIndex(t string) bool {

@@ -635,6 +635,9 @@ func (g *smp) conditionalItems(p cel.Pointer, parent cel.Expr, name string, m ma
 // anywhere, or a condition or global anchor as a string.
 func itemAnchored(v any) bool { return anchoredBy(v, "(<+") }
 
+// Anchor is anchor, for the backend's analyses of what a patch writes.
+func Anchor(key string) (kind, name string) { return anchor(key) }
+
 // ItemAnchored is itemAnchored, for the planning of mutations: such an item patches the items
 // the list has, and adds none.
 func ItemAnchored(v any) bool { return itemAnchored(v) }

@@ -409,17 +409,3 @@ func (e *Env) Identifiers(expr string) ([]string, error) {
 	}))
 	return out, nil
 }
-
-// CheckApplyConfigurationExpr is CheckApplyConfiguration for a tree, remembering shapes as
-// CheckJSONPatchExpr does.
-func (e *Env) CheckApplyConfigurationExpr(x Expr) error {
-	return e.shapes.check("apply", x, e.CheckApplyConfiguration)
-}
-
-// CheckApplyConfigurationWithParamsExpr is CheckApplyConfigurationExpr for a policy with
-// spec.paramKind: the expression can read params.
-func (e *Env) CheckApplyConfigurationWithParamsExpr(x Expr) error {
-	return e.shapes.check("apply-params", x, func(s string) error {
-		return e.checkWith(&patch.ApplyConfigurationCondition{Expression: s}, paramOpts)
-	})
-}

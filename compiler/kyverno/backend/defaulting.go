@@ -127,7 +127,7 @@ func coupled(x, y emitted) (coupling, bool) {
 	// A presence test of a map y writes into only chooses between merging into it and
 	// creating it with what y writes: either gives the same object, defaulted or not.
 	yw := writesOf(y)
-	reads := slices.DeleteFunc(cel.ReadsDeep(y.e, "object"), func(r cel.Read) bool {
+	reads := slices.DeleteFunc(cel.ReadsDeep(y.plain, "object"), func(r cel.Read) bool {
 		return r.Shallow && slices.ContainsFunc(yw, func(w write) bool { return len(w.at) > len(r.Chain) && apidefaults.Prefix(r.Chain, w.at) })
 	})
 	if len(reads) == 0 {

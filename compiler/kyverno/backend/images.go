@@ -43,7 +43,7 @@ func imagesBefore(p *kyverno.Policy, rules []emitted, opts route.Options, use *p
 		if changesImages(m) {
 			use.Changes = append(use.Changes, kindedRule{m.rule, m.kinds})
 		}
-		if !readsImages(m.e) && (m.apply == nil || !readsImages(m.apply)) {
+		if !readsImages(m.e) {
 			continue
 		}
 		use.Reads = append(use.Reads, kindedRule{m.rule, m.kinds})

@@ -257,6 +257,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	var kinds []gk
 	mayFail := 0
 	var rules []emitted // per rule that can change an object
+	var collapseKinds []gk // the kinds of the rules that read lower.CollapsedVariable
 	var contents []emit.Contents
 	for _, r := range p.Rules {
 		failing := mayFail
@@ -301,8 +302,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			}
 		}
 		var ops cel.Expr
-		var apply cel.Expr // the rule as an ApplyConfiguration, where one gives Kyverno's result
-		noApply := ""
+		var plain cel.Expr // ops as the analyses read them, where they differ (strategicMerge)
 		var vars []cel.Expr
 		var entries []cel.Expr // a foreach's entries after the first, each a mutation of its own
 		switch {
@@ -313,16 +313,22 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			}
 			vars = vs
 			each := make([]cel.Expr, len(cases))
+			runs, bare := make([]cel.Expr, len(cases)), make([]cel.Expr, len(cases))
 			for i, c := range cases {
-				if each[i], err = strategicMerge(c.Patch.(map[string]any), rk); err != nil {
+				if each[i], runs[i], bare[i], err = strategicMerge(c.Patch.(map[string]any), rk); err != nil {
 					return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
 				}
 			}
-			ops = lower.ChooseCase(cases, each)
-			if len(cases) == 1 {
-				apply, noApply = applyConfiguration(cases[0].Patch.(map[string]any), rk)
-			} else {
-				noApply = "a variable that can be null, which Kyverno's merge reads as a null written in the patch"
+			plain = lower.ChooseCase(cases, each)
+			ops = plain
+			if runs[0] != nil {
+				var used bool
+				if ops, used, err = collapsed(rk, plain, lower.ChooseCase(cases, runs), lower.ChooseCase(cases, bare)); err != nil {
+					return nil, 0, problem(p, r, "mutate.patchStrategicMerge", err)
+				}
+				if used {
+					collapseKinds = append(collapseKinds, rk...)
+				}
 			}
 		case r.ForEach != nil:
 			for _, fe := range r.ForEach {
@@ -373,8 +379,8 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if len(vars) > 0 {
 			mayFail++ // a variable without a value fails the rule
 			ops = cel.Guarded(lower.Resolved(vars), ops)
-			if apply != nil {
-				apply = cel.GuardedObject(lower.Resolved(vars), apply)
+			if plain != nil {
+				plain = cel.Guarded(lower.Resolved(vars), plain)
 			}
 		}
 		for n, ops := range append([]cel.Expr{ops}, entries...) {
@@ -382,12 +388,12 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			if cel.IsEmpty(e) {
 				continue
 			}
-			em := emitted{kinds: requestKinds(rk), mayFail: mayFail > failing, e: e, rule: r, noApply: noApply, entry: -1}
+			em := emitted{kinds: requestKinds(rk), mayFail: mayFail > failing, e: e, plain: e, rule: r, entry: -1}
+			if n == 0 && plain != nil {
+				em.plain = cel.Guarded(guard, cel.Guarded(pre, plain))
+			}
 			if r.ForEach != nil {
 				em.entry = n
-			}
-			if n == 0 && apply != nil {
-				em.apply = cel.GuardedObject(guard, cel.GuardedObject(pre, apply))
 			}
 			rules = append(rules, em)
 		}
@@ -406,25 +412,42 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if err := imagesBefore(p, rules, opts, use); err != nil {
 		return nil, 0, err
 	}
-	// Reads of Kyverno's images read a policy variable that parses the images.
+	// Reads of Kyverno's images read a policy variable that parses the images; strategic
+	// merges read one that holds the object collapsed.
 	var vars []emit.Variable
 	var checker *cel.Checker
-	if slices.ContainsFunc(rules, func(m emitted) bool { return readsImages(m.e) || (m.apply != nil && readsImages(m.apply)) }) {
+	if slices.ContainsFunc(rules, func(m emitted) bool { return readsImages(m.e) }) {
 		s, err := env.Print(lower.Images())
-		if err == nil {
-			checker, err = env.WithVariables([]cel.Variable{{Name: lower.ImagesVariable, Expression: s}})
-		}
 		if err != nil {
-			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that parses the images does not check: %v", err))
+			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that parses the images does not print: %v", err))
 		}
 		vars = append(vars, emit.Variable{Name: lower.ImagesVariable, Expression: s})
+	}
+	if len(collapseKinds) > 0 {
+		view, err := collapseView(requestKinds(collapseKinds))
+		var s string
+		if err == nil {
+			s, err = env.Print(view)
+		}
+		if err != nil {
+			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that collapses the object's keyed lists does not print: %v", err))
+		}
+		vars = append(vars, emit.Variable{Name: lower.CollapsedVariable, Expression: s})
+	}
+	if len(vars) > 0 {
+		cvs := make([]cel.Variable, len(vars))
+		for i, v := range vars {
+			cvs[i] = cel.Variable{Name: v.Name, Expression: v.Expression}
+		}
+		if checker, err = env.WithVariables(cvs); err != nil {
+			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the policy's variables do not check: %v", err))
+		}
 	}
 	for _, step := range steps(rules) {
 		e, parts := step.expr()
 		if len(parts) == 0 {
 			continue // no rule of the step can change an object of its kinds
 		}
-		patchType := admissionregistrationv1.PatchTypeJSONPatch
 		// The parts (each rule's operations, lists of JSONPatch; the whole chooses one by the
 		// request's kind) are checked one by one: cel-go's checker takes time quadratic in
 		// the number of generic calls of one expression. Tests check the whole too.
@@ -432,23 +455,13 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if p.ConfigMap != nil {
 			check = env.CheckJSONPatchWithParamsExpr
 		}
-		guard := cel.Guarded
-		if a, aparts := step.applyExpr(); a != nil {
-			e, parts, patchType = a, aparts, admissionregistrationv1.PatchTypeApplyConfiguration
-			check = env.CheckApplyConfigurationExpr
-			if p.ConfigMap != nil {
-				check = env.CheckApplyConfigurationWithParamsExpr
-			}
-			guard = cel.GuardedObject
-		}
 		if checker != nil {
-			apply := patchType == admissionregistrationv1.PatchTypeApplyConfiguration
-			check = func(x cel.Expr) error { return checker.CheckExpr(x, apply, p.ConfigMap != nil) }
+			check = func(x cel.Expr) error { return checker.CheckExpr(x, false, p.ConfigMap != nil) }
 		}
 		if installed.guard != cel.True {
-			e = guard(installed.guard, e)
+			e = cel.Guarded(installed.guard, e)
 			for i := range parts {
-				parts[i] = guard(installed.guard, parts[i])
+				parts[i] = cel.Guarded(installed.guard, parts[i])
 			}
 		}
 		s, err := env.Print(e)
@@ -463,18 +476,14 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 		if err != nil {
 			// Name the rule whose operations do not check.
 			for _, m := range step {
-				me := m.e
-				if patchType == admissionregistrationv1.PatchTypeApplyConfiguration {
-					me = m.apply
-				}
-				if err1 := check(me); err1 != nil {
+				if err1 := check(m.e); err1 != nil {
 					return nil, 0, problem(p, m.rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err1))
 				}
 			}
 			return nil, 0, problem(p, step[0].rule, "mutate", fmt.Errorf("the lowered patch does not check: %v", err))
 		}
-		muts = append(muts, emit.Mutation{PatchType: patchType, Expression: s})
-		contents = append(contents, step.contents(p, len(contents), patchType))
+		muts = append(muts, emit.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch, Expression: s})
+		contents = append(contents, step.contents(p, len(contents)))
 	}
 	if len(muts) == 0 {
 		return nil, mayFail, nil
@@ -704,6 +713,13 @@ func matchConditions(env *cel.Env, p *kyverno.Policy) ([]emit.Condition, error) 
 // whose requests it applies to ("" for the resource itself).
 type gk struct{ Group, Version, Kind, Sub string }
 
+func (k gk) apiVersion() string {
+	if k.Group == "" {
+		return k.Version
+	}
+	return k.Group + "/" + k.Version
+}
+
 // anyKind stands for kinds: ["*"], every kind of every group and version (and no subresource),
 // custom resources included.
 var anyKind = gk{Group: "*", Version: "*", Kind: "*"}
@@ -842,59 +858,85 @@ func glob(pattern, s string) bool {
 }
 
 // strategicMerge lowers the rule's patchStrategicMerge for each kind it applies to (merge keys
-// depend on the kind).
-func strategicMerge(patch map[string]any, kinds []gk) (cel.Expr, error) {
+// depend on the kind): its operations; for a rule for kinds named, the condition on which
+// Kyverno's merge runs (its anchors' conditions on the object hold) and the operations where it
+// does (bare).
+func strategicMerge(patch map[string]any, kinds []gk) (ops, runs, bare cel.Expr, err error) {
 	if hasAnyKind(kinds) {
 		// Kyverno's merge reads each kind's schema (merge keys, replaced lists, retained keys);
 		// labels and annotations merge alike in every kind.
 		if err := onlyLabelsAndAnnotations(patch); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		cond, ops, err := lower.StrategicMerge("", "", patch)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		return cel.Guarded(cond, ops), nil
+		return cel.Guarded(cond, ops), nil, nil, nil
 	}
-	lowered := map[string]cel.Expr{} // by schema signature: kinds whose lists merge alike
-	return perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
+	type lowering struct{ cond, ops cel.Expr }
+	lowered := map[string]lowering{} // by schema signature: kinds whose lists merge alike
+	ops, err = perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
 		sig := lower.Signature(apiVersion, kind, patch)
-		if e, ok := lowered[sig]; ok {
-			return e, sig, nil
+		if l, ok := lowered[sig]; ok {
+			return cel.Guarded(l.cond, l.ops), sig, nil
 		}
 		cond, ops, err := lower.StrategicMerge(apiVersion, kind, patch)
 		if err != nil {
 			return nil, "", err
 		}
-		e := cel.Guarded(cond, ops)
-		lowered[sig] = e
-		return e, sig, nil
-	})
-}
-
-// applyConfiguration is the patch as an ApplyConfiguration for each kind the rule applies to,
-// where the API server's apply merge gives Kyverno's result for every one of them (lower.Apply);
-// otherwise nil and why not. Custom resources are left to the JSONPatch: their schema, not
-// Kubernetes', decides how an apply merges.
-func applyConfiguration(patch map[string]any, kinds []gk) (cel.Expr, string) {
-	if hasAnyKind(kinds) {
-		return nil, "a rule for every kind (*), custom resources included, whose schemas decide how an apply merges"
-	}
-	e, err := perKindOr(kinds, cel.EmptyObject(), func(apiVersion, kind string) (cel.Expr, string, error) {
-		gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
-		if !clientgoscheme.Scheme.Recognizes(gvk) {
-			return nil, "", fmt.Errorf("%s is a custom resource", kind)
-		}
-		a, no := lower.Apply(apiVersion, kind, patch)
-		if a == nil {
-			return nil, "", errors.New(no)
-		}
-		return a, "", nil
+		lowered[sig] = lowering{cond, ops}
+		return cel.Guarded(cond, ops), sig, nil
 	})
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, nil, err
 	}
-	return e, ""
+	runs, err = perKindOr(kinds, cel.False, func(apiVersion, kind string) (cel.Expr, string, error) {
+		sig := lower.Signature(apiVersion, kind, patch)
+		return lowered[sig].cond, sig, nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bare, err = perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
+		sig := lower.Signature(apiVersion, kind, patch)
+		return lowered[sig].ops, sig, nil
+	})
+	return ops, runs, bare, err
+}
+
+// collapsed is ops, a rule's strategic merge for objects of kinds, as Kyverno's merge runs it
+// where runs holds (decided on the object as it comes, as Kyverno decides its anchors): operations
+// that collapse the object's keyed lists, then bare, the merge's own, on the object so
+// collapsed, which they read from the policy's variable (lower.CollapsedVariable, see
+// collapseView); ops where no kind has a keyed list.
+func collapsed(kinds []gk, ops, runs, bare cel.Expr) (cel.Expr, bool, error) {
+	if !slices.ContainsFunc(kinds, func(k gk) bool { return len(lower.CollapseSummary(k.apiVersion(), k.Kind)) > 0 }) {
+		return ops, false, nil
+	}
+	collapse, err := perKind(kinds, func(apiVersion, kind string) (cel.Expr, string, error) {
+		return lower.CollapseOps(apiVersion, kind), strings.Join(lower.CollapseSummary(apiVersion, kind), " "), nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	body := bare
+	if slices.ContainsFunc(kinds, func(k gk) bool { return lower.ReadsCollapsed(k.apiVersion(), k.Kind, bare) }) {
+		body = cel.Substitute(bare, "object", cel.VarRef(lower.CollapsedVariable))
+	}
+	return cel.Guarded(runs, cel.Bin("+", collapse, body)), true, nil
+}
+
+// collapseView is the value of the policy variable lower.CollapsedVariable for objects of kinds:
+// the object with its keyed lists collapsed as Kyverno's merge collapses them.
+func collapseView(kinds []gk) (cel.Expr, error) {
+	object := cel.Ident("object")
+	return perKindOr(kinds, object, func(apiVersion, kind string) (cel.Expr, string, error) {
+		if v := lower.CollapseView(apiVersion, kind); v != nil {
+			return v, strings.Join(lower.CollapseSummary(apiVersion, kind), " "), nil
+		}
+		return object, "", nil
+	})
 }
 
 // perKind lowers with lowerKind for each kind; kinds that give the same operations share them,
@@ -914,11 +956,7 @@ func perKindOr(kinds []gk, none cel.Expr, lowerKind func(apiVersion, kind string
 	byText := map[string]*variant{}
 	printed := map[string]string{} // a lowering several kinds share (same id) is printed once
 	for _, k := range kinds {
-		apiVersion := k.Version
-		if k.Group != "" {
-			apiVersion = k.Group + "/" + k.Version
-		}
-		e, id, err := lowerKind(apiVersion, k.Kind)
+		e, id, err := lowerKind(k.apiVersion(), k.Kind)
 		if err != nil {
 			return nil, err
 		}
@@ -1136,15 +1174,13 @@ func overlap(a, b []gk) bool {
 }
 
 // emitted is one rule's operations: the kinds it applies to, whether it can fail; e is a list
-// of JSONPatch operations, apply the same as an ApplyConfiguration (nil where none gives
-// Kyverno's result, and noApply says why).
+// of JSONPatch operations.
 type emitted struct {
 	kinds   []gk
 	mayFail bool
 	e       cel.Expr
+	plain   cel.Expr // e as the analyses of reads and writes take it: without the collapse of keyed lists
 	rule    *kyverno.Rule
-	apply   cel.Expr
-	noApply string
 	entry   int // the foreach entry (-1: a rule without foreach)
 }
 
@@ -1219,25 +1255,15 @@ func steps(rules []emitted) []step {
 }
 
 // contents says which rules mutation i (the step) runs, why it is not part of the mutation
-// before, and why it is of patch type pt (for explain).
-func (st step) contents(p *kyverno.Policy, i int, pt admissionregistrationv1.PatchType) emit.Contents {
+// before, and why it is a JSONPatch (for explain).
+func (st step) contents(p *kyverno.Policy, i int) emit.Contents {
 	var c emit.Contents
 	src := emit.Source{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
 	var whys []string
 	seen := map[string]bool{}
 	for _, m := range st {
 		c.Steps = append(c.Steps, emit.Step{Source: src, Round: 1, Rule: m.rule.Name})
-		why := applyWhy
-		if pt != admissionregistrationv1.PatchTypeApplyConfiguration {
-			why = patchWhy(m)
-		}
-		// The first rule's detail for each reason (autogen's rules repeat their Pod rule's).
-		if general, _, ok := strings.Cut(why, " ("+detailMark); ok {
-			if seen[general] {
-				continue
-			}
-			seen[general] = true
-		}
+		why := patchWhy(m)
 		if !seen[why] {
 			seen[why] = true
 			whys = append(whys, why)
@@ -1250,20 +1276,12 @@ func (st step) contents(p *kyverno.Policy, i int, pt admissionregistrationv1.Pat
 	return c
 }
 
-// detailMark starts the part of a reason that names the field of one rule.
-const detailMark = "here "
-
-// applyWhy says why a mutation is an ApplyConfiguration.
-const applyWhy = "labels and annotations, which the API server's apply merges key by key as Kyverno's merge does (an add anchor's entry only where the object lacks the key)"
-
 // patchWhy says why a rule's operations are a JSONPatch rather than an ApplyConfiguration.
 func patchWhy(m member) string {
 	r := m.rule
 	switch {
-	case r.StrategicMerge != nil && m.apply != nil:
-		return "patchStrategicMerge of labels and annotations, in one mutation with rules for other kinds that need a JSONPatch"
 	case r.StrategicMerge != nil:
-		return "patchStrategicMerge as Kyverno's merge gives it (new keyed list items first, lists without merge keys in its schema replaced whole, anchors decided on the object), which the API server's apply merge (new items last, its own schema, no conditions) gives only for labels and annotations (" + detailMark + m.noApply + ")"
+		return "patchStrategicMerge as Kyverno's merge gives it (new keyed list items first, lists without merge keys in its schema replaced whole, anchors decided on the object, one item per key left in every keyed list of the object), which the API server's apply merge (new items last, its own schema, no conditions, the lists it is not given left as they are) does not give"
 	case r.ForEach != nil:
 		return "foreach: each element patched in Kyverno's order, at its index"
 	}
@@ -1274,16 +1292,6 @@ func patchWhy(m member) string {
 // parts it chooses from by the request's kind (the rules' operations that are not empty lists).
 func (st step) expr() (cel.Expr, []cel.Expr) {
 	return st.choose(func(m member) cel.Expr { return m.e }, cel.List(), cel.IsEmpty)
-}
-
-// applyExpr is expr for an ApplyConfiguration: nil when a rule of the step has none.
-func (st step) applyExpr() (cel.Expr, []cel.Expr) {
-	for _, m := range st {
-		if m.apply == nil {
-			return nil, nil
-		}
-	}
-	return st.choose(func(m member) cel.Expr { return m.apply }, cel.EmptyObject(), cel.IsEmptyObject)
 }
 
 // choose is the expression that gives, for each kind, what of gives for the rule that runs for

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	celgo "github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apiserver/pkg/cel/environment"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/kustomize/api/filters/patchstrategicmerge"
 	"sigs.k8s.io/kustomize/kyaml/filtersutil"
@@ -49,14 +47,7 @@ func TestCollapsePlan(t *testing.T) {
 // environment, is what kustomize's strategic merge filter (Kyverno's merge) makes of the object
 // with a patch that only adds a label, but for that label.
 func TestCollapseViewKyaml(t *testing.T) {
-	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.NewExpressions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := base.Extend(celgo.Variable("object", celgo.DynType))
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := apiServerCEL(t, "object")
 	text, err := cel.NewEnv(version.MajorMinor(1, 37)).Print(CollapseView("v1", "Pod"))
 	if err != nil {
 		t.Fatal(err)

@@ -179,14 +179,7 @@ func FuzzVariableSemantics(f *testing.F) {
 		`{"metadata": {"name": "x"}, "spec": {"containers": "not a list", "words": ["a", 1]}}`,
 		`{"metadata": {"name": "y"}, "spec": {"containers": [null, {"name": "a", "ports": [{"port": 80}]}, {"ports": []}, "s", [1]], "nested": [[1, 2], 3, [4, [5]], null, [], {"a": [6]}], "words": ["a", null, "b"]}}`,
 	}
-	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.NewExpressions)
-	if err != nil {
-		f.Fatal(err)
-	}
-	env, err := base.Extend(celgo.Variable("object", celgo.DynType))
-	if err != nil {
-		f.Fatal(err)
-	}
+	env := apiServerCEL(f, "object")
 	printer := cel.NewEnv(version.MajorMinor(1, 37))
 	f.Fuzz(func(t *testing.T, s string) {
 		s = strings.TrimSpace(s)
@@ -242,6 +235,21 @@ func FuzzVariableSemantics(f *testing.F) {
 			}
 		}
 	})
+}
+
+// apiServerCEL is the API server's CEL environment (1.36's, which the lowerings target by
+// default) with the variable name of any type.
+func apiServerCEL(tb testing.TB, name string) *celgo.Env {
+	tb.Helper()
+	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.NewExpressions)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env, err := base.Extend(celgo.Variable(name, celgo.DynType))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return env
 }
 
 // celValue is a decoded JSON value as the API server gives it to CEL: integers as int64.

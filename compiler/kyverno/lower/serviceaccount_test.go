@@ -6,9 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	celgo "github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/mapc-dev/mapc/cel"
 )
@@ -33,14 +31,7 @@ func kyvernoServiceAccount(u string) (name, namespace string) {
 // writes them (bytes that are not UTF-8 as U+FFFD) next to the CEL's.
 func serviceAccountEval(t *testing.T, u string) (want, got [2]string) {
 	t.Helper()
-	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 36)).Env(environment.NewExpressions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := base.Extend(celgo.Variable("request", celgo.DynType))
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := apiServerCEL(t, "request")
 	printer := cel.NewEnv(version.MajorMinor(1, 37))
 	name, ns := kyvernoServiceAccount(u)
 	for i, s := range []string{ns, name} {

@@ -114,8 +114,11 @@ type chainEntry struct {
 	uses  []*namespaceUse
 }
 
-// readyTimeout bounds the wait for a new plugin instance's informers.
-const readyTimeout = 30 * time.Second
+// readyTimeout bounds the wait for a new plugin instance's informers, which includes the
+// compilation of its policies: thousands of them (a test's matrix of Kyverno conditions, each
+// policy with its variables) take well over 30 seconds on a loaded two-core machine. It only
+// bounds a wait that never ends otherwise.
+const readyTimeout = 5 * time.Minute
 
 const metadataNameLabel = "kubernetes.io/metadata.name"
 

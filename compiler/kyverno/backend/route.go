@@ -419,7 +419,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	if slices.ContainsFunc(rules, func(m emitted) bool { return readsImages(m.e) }) {
 		s, err := env.Print(lower.Images())
 		if err != nil {
-			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that parses the images does not print: %v", err))
+			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that parses the images does not print (a fault of mapc, not of the policy: please report it with the policy): %v", err))
 		}
 		vars = append(vars, emit.Variable{Name: lower.ImagesVariable, Expression: s})
 	}
@@ -430,7 +430,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 			s, err = env.Print(view)
 		}
 		if err != nil {
-			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that collapses the object's keyed lists does not print: %v", err))
+			return nil, 0, problem(p, p.Rules[0], "", fmt.Errorf("the variable that collapses the object's keyed lists does not print (a fault of mapc, not of the policy: please report it with the policy): %v", err))
 		}
 		vars = append(vars, emit.Variable{Name: lower.CollapsedVariable, Expression: s})
 	}

@@ -351,7 +351,8 @@ func readsCollapsed(plan *collapsePlan, ops cel.Expr) bool {
 }
 
 // CollapseSummary names the keyed lists of the kind's objects that the merge collapses, as
-// paths (items as []), for documentation and tests.
+// paths (items as []) with their keys: none for a kind without any; kinds with the same summary
+// collapse alike (the backend shares their expressions).
 func CollapseSummary(apiVersion, kind string) []string {
 	var out []string
 	var walk func(p *collapsePlan, at string)

@@ -256,7 +256,7 @@ func compileRules(env *cel.Env, p *kyverno.Policy, cfg *kyverno.Config, opts rou
 	var muts []emit.Mutation
 	var kinds []gk
 	mayFail := 0
-	var rules []emitted // per rule that can change an object
+	var rules []emitted    // per rule that can change an object
 	var collapseKinds []gk // the kinds of the rules that read lower.CollapsedVariable
 	var contents []emit.Contents
 	for _, r := range p.Rules {
